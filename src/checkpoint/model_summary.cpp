@@ -1,0 +1,177 @@
+#include "checkpoint/model_summary.h"
+
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "checkpoint/checkpoint_error.h"
+#include "checkpoint/gguf.h"
+#include "checkpoint/hf_checkpoint.h"
+#include "checkpoint/mlx_affine.h"
+
+namespace tf {
+namespace fs = std::filesystem;
+
+namespace {
+
+void finish_kv(ModelSummary& s) {
+  if (s.head_dim == 0 && s.heads != 0) s.head_dim = s.hidden / s.heads;
+  s.kv_bytes_per_token = 2 /*K,V*/ * s.layers * s.kv_heads * s.head_dim * 2 /*f16*/;
+}
+
+ModelSummary summarize_gguf(const std::string& path) {
+  GgufFile f(path);
+  const auto& h = f.header();
+  ModelSummary s;
+  s.path = path;
+  s.format = "gguf";
+  s.architecture = h.get_string("general.architecture").value_or("");
+  if (s.architecture.empty()) throw CheckpointError(path, "GGUF has no general.architecture");
+  s.name = h.get_string("general.name").value_or("");
+  const std::string a = s.architecture + ".";
+  s.layers = h.get_uint(a + "block_count").value_or(0);
+  s.hidden = h.get_uint(a + "embedding_length").value_or(0);
+  s.ffn = h.get_uint(a + "feed_forward_length").value_or(0);
+  s.heads = h.get_uint(a + "attention.head_count").value_or(0);
+  s.kv_heads = h.get_uint(a + "attention.head_count_kv").value_or(s.heads);
+  s.head_dim = h.get_uint(a + "attention.key_length").value_or(0);
+  s.context = h.get_uint(a + "context_length").value_or(0);
+  s.vocab = h.get_uint(a + "vocab_size").value_or(0);
+  if (s.vocab == 0)
+    if (const auto* tokens = h.get_array("tokenizer.ggml.tokens")) s.vocab = tokens->items.size();
+  finish_kv(s);
+  if (auto model = h.get_string("tokenizer.ggml.model")) s.tokenizer = *model + " (GGUF)";
+  s.has_chat_template = h.get("tokenizer.chat_template") != nullptr;
+
+  std::map<std::string, std::uint64_t> bytes_by_type;
+  for (const auto& t : h.tensors) {
+    const std::string type(ggml_type_name(t.type));
+    ++s.tensor_types[type];
+    bytes_by_type[type] += t.byte_size;
+    s.weight_bytes += t.byte_size;
+  }
+  s.tensor_count = h.tensors.size();
+  // The quantization is the type of the most weight bytes among the block-quantized types.
+  std::uint64_t best = 0;
+  for (const auto& [type, bytes] : bytes_by_type)
+    if (bytes > best && type != "F32") best = bytes, s.quantization = type;
+  if (s.quantization.empty()) s.quantization = "F32";
+  return s;
+}
+
+ModelSummary summarize_hf(const std::string& dir) {
+  HfCheckpoint ck(dir);
+  const auto& c = ck.config();
+  ModelSummary s;
+  s.path = dir;
+  s.format = "safetensors";
+  // Multimodal configs (e.g. Qwen3.5) keep the language model's numbers under text_config.
+  const nlohmann::json& t = c.contains("text_config") && c["text_config"].is_object() ? c["text_config"] : c;
+  auto num = [&](std::initializer_list<const char*> keys) -> std::uint64_t {
+    for (const char* k : keys) {
+      for (const auto* src : {&t, &c}) {
+        auto it = src->find(k);
+        if (it != src->end() && it->is_number_unsigned()) return it->get<std::uint64_t>();
+        if (it != src->end() && it->is_number_integer() && it->get<std::int64_t>() >= 0)
+          return static_cast<std::uint64_t>(it->get<std::int64_t>());
+      }
+    }
+    return 0;
+  };
+  if (auto mt = c.find("model_type"); mt != c.end() && mt->is_string()) s.architecture = mt->get<std::string>();
+  if (auto ar = c.find("architectures"); ar != c.end() && ar->is_array() && !ar->empty() && (*ar)[0].is_string())
+    s.name = (*ar)[0].get<std::string>();
+  s.layers = num({"num_hidden_layers", "n_layers", "num_layers"});
+  s.hidden = num({"hidden_size", "d_model"});
+  s.ffn = num({"intermediate_size"});
+  s.heads = num({"num_attention_heads", "n_heads"});
+  s.kv_heads = num({"num_key_value_heads"});
+  if (s.kv_heads == 0) s.kv_heads = s.heads;
+  s.head_dim = num({"head_dim"});
+  s.vocab = num({"vocab_size"});
+  s.context = num({"max_position_embeddings", "max_seq_len", "seq_length"});
+  finish_kv(s);
+  if (fs::exists(fs::path(dir) / "tokenizer.json")) s.tokenizer = "tokenizer.json";
+  s.has_chat_template = fs::exists(fs::path(dir) / "chat_template.jinja");
+
+  for (const auto& loc : ck.all_tensors()) {
+    ++s.tensor_types[std::string(st_dtype_name(loc.tensor->dtype))];
+    s.weight_bytes += loc.tensor->byte_size();
+  }
+  s.tensor_count = ck.all_tensors().size();
+
+  std::optional<AffineQuantConfig> q;
+  try {
+    q = parse_affine_quant_config(c);
+  } catch (const std::invalid_argument& e) {
+    throw CheckpointError(dir + "/config.json", e.what());
+  }
+  if (q) {
+    s.quantization = fmt::format("MLX {} {}-bit, group {}", q->mode, q->defaults.bits, q->defaults.group_size);
+    for (const auto& [path, spec] : q->overrides)
+      s.quantization_overrides.push_back(spec ? fmt::format("{}: {}-bit g{}", path, spec->bits, spec->group_size)
+                                              : fmt::format("{}: not quantized", path));
+  } else if (auto qc = c.find("quantization_config"); qc != c.end() && qc->is_object() && qc->contains("quant_method")) {
+    s.quantization = fmt::format("{} (not read yet)", (*qc)["quant_method"].dump());
+  } else {
+    std::uint64_t best = 0;
+    for (const auto& [type, n] : s.tensor_types)
+      if (n > best) best = n, s.quantization = type;
+  }
+  return s;
+}
+
+bool starts_with_gguf_magic(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  char magic[4] = {};
+  const bool ok = std::fread(magic, 1, 4, f) == 4 && std::string_view(magic, 4) == "GGUF";
+  std::fclose(f);
+  return ok;
+}
+
+}  // namespace
+
+ModelSummary summarize_model(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return summarize_hf(path);
+  if (!fs::exists(path, ec)) throw CheckpointError(path, "no such file or directory");
+  if (path.ends_with(".gguf") || starts_with_gguf_magic(path)) return summarize_gguf(path);
+  throw CheckpointError(path, "not a GGUF file or a checkpoint directory (config.json + safetensors)");
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (bytes >= (1ull << 30)) return fmt::format("{:.2f} GiB", b / (1ull << 30));
+  if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", b / (1ull << 20));
+  if (bytes >= (1ull << 10)) return fmt::format("{:.1f} KiB", b / (1ull << 10));
+  return fmt::format("{} B", bytes);
+}
+
+std::string format_summary(const ModelSummary& s) {
+  std::string out;
+  auto line = [&](std::string_view key, const std::string& value) { out += fmt::format("{:<16}{}\n", key, value); };
+  line("path", s.path);
+  line("format", s.format);
+  line("architecture", s.architecture);
+  if (!s.name.empty()) line("name", s.name);
+  line("layers", std::to_string(s.layers));
+  line("hidden size", std::to_string(s.hidden));
+  line("ffn size", std::to_string(s.ffn));
+  line("heads", fmt::format("{} / {} kv", s.heads, s.kv_heads));
+  line("head dim", std::to_string(s.head_dim));
+  line("vocab", std::to_string(s.vocab));
+  line("context", std::to_string(s.context));
+  line("quantization", s.quantization);
+  for (const auto& o : s.quantization_overrides) line("  override", o);
+  std::string types;
+  for (const auto& [t, n] : s.tensor_types) types += fmt::format("{}{} {}", types.empty() ? "" : ", ", t, n);
+  line("tensors", fmt::format("{} ({})", s.tensor_count, types));
+  line("weights", fmt::format("{} ({} bytes)", format_bytes(s.weight_bytes), s.weight_bytes));
+  line("tokenizer", s.tokenizer.empty() ? "none found" : s.tokenizer);
+  line("chat template", s.has_chat_template ? "yes" : "no");
+  line("kv cache", fmt::format("{} per token (f16)", format_bytes(s.kv_bytes_per_token)));
+  line("memory", fmt::format("{} for weights + a full {}-token KV cache", format_bytes(s.memory_estimate()), s.context));
+  return out;
+}
+
+}  // namespace tf

@@ -1,0 +1,36 @@
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tf {
+
+// What `tensorfold info` reports about a checkpoint, read from metadata and headers only.
+struct ModelSummary {
+  std::string path;
+  std::string format;        // "gguf" or "safetensors"
+  std::string architecture;  // GGUF general.architecture or config.json model_type
+  std::string name;
+  std::uint64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0, context = 0;
+  std::string quantization;                        // e.g. "Q4_1" or "MLX affine 4-bit, group 64"
+  std::vector<std::string> quantization_overrides;  // per-module MLX overrides, "path: 8-bit g64"
+  std::map<std::string, std::uint64_t> tensor_types;  // dtype or ggml type -> tensor count
+  std::uint64_t tensor_count = 0;
+  std::uint64_t weight_bytes = 0;
+  std::uint64_t kv_bytes_per_token = 0;  // f16 K and V over every layer
+  bool has_chat_template = false;
+  std::string tokenizer;  // "gpt2 (GGUF)", "tokenizer.json", or ""
+
+  // Weights plus a full-context f16 KV cache: the floor for serving one stream at `context` tokens.
+  std::uint64_t memory_estimate() const { return weight_bytes + kv_bytes_per_token * context; }
+};
+
+// A GGUF file or a checkpoint directory (config.json + safetensors). Throws CheckpointError.
+ModelSummary summarize_model(const std::string& path);
+
+// Human-readable lines for the CLI.
+std::string format_summary(const ModelSummary& s);
+std::string format_bytes(std::uint64_t bytes);
+
+}  // namespace tf
