@@ -1,16 +1,28 @@
 #pragma once
+#include <functional>
 #include <string>
+
+namespace CLI {
+class App;
+}
 
 namespace tf::cli {
 
-// Each command returns the process exit code: 0 success, 1 a bad input (one clear line on stderr),
-// 2 a command or feature that is not implemented yet.
-int run_info(const std::string& model);  // empty: the embedded default model
-int run_models();
-int run_serve(const std::string& model);  // checks the model, then says serving is not implemented
-int run_not_implemented(const std::string& what, const std::string& issue);
+// Each command adds its subcommand and options to the app and returns how to run it. Running returns the
+// process exit code: 0 success, 1 a bad input (one clear line on stderr), 2 not implemented yet.
+struct Command {
+  CLI::App* sub = nullptr;
+  std::function<int()> run;
+};
 
-// MODEL as given, or the embedded default when empty; says how to fetch the default when it is missing.
+Command add_serve_command(CLI::App& app);
+Command add_info_command(CLI::App& app);
+Command add_models_command(CLI::App& app);
+Command add_pull_command(CLI::App& app);
+Command add_update_command(CLI::App& app);
+
+// MODEL as given, or the embedded default when empty; throws CheckpointError saying how to fetch the
+// default when it is missing.
 std::string resolve_model_path(const std::string& model);
 
 }  // namespace tf::cli

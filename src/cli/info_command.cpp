@@ -1,5 +1,7 @@
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fmt/format.h>
+#include <memory>
 
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/model_cache.h"
@@ -16,28 +18,19 @@ std::string resolve_model_path(const std::string& model) {
   return path;
 }
 
-int run_info(const std::string& model) {
-  try {
-    const ModelSummary s = summarize_model(resolve_model_path(model));
-    fmt::print("{}", format_summary(s));
-    return 0;
-  } catch (const CheckpointError& e) {
-    fmt::print(stderr, "tensorfold info: {}\n", e.what());
-    return 1;
-  }
-}
-
-int run_serve(const std::string& model) {
-  try {
-    const ModelSummary s = summarize_model(resolve_model_path(model));
-    fmt::print(stderr, "tensorfold serve: {} ({}, {} layers, {}) is readable, but serving is not implemented yet "
-                       "(the vertical-slice issue #4 brings the engine and the HTTP API).\n",
-               s.path, s.architecture, s.layers, s.quantization);
-    return 2;
-  } catch (const CheckpointError& e) {
-    fmt::print(stderr, "tensorfold serve: {}\n", e.what());
-    return 1;
-  }
+Command add_info_command(CLI::App& app) {
+  auto model = std::make_shared<std::string>();
+  auto* sub = app.add_subcommand("info", "Describe a checkpoint from its metadata (weights are not read)");
+  sub->add_option("model", *model, "GGUF file or checkpoint directory (default: the embedded model)");
+  return {sub, [model] {
+            try {
+              fmt::print("{}", format_summary(summarize_model(resolve_model_path(*model))));
+              return 0;
+            } catch (const CheckpointError& e) {
+              fmt::print(stderr, "tensorfold info: {}\n", e.what());
+              return 1;
+            }
+          }};
 }
 
 }  // namespace tf::cli
