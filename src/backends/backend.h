@@ -1,0 +1,87 @@
+#pragma once
+// The small set of tensor operations a model family's forward pass is written against (ARCHITECTURE §2).
+// Each backend (src/backends/mlx, src/backends/cuda) implements it with its own kernels. Activations are
+// float32 [rows, features] matrices; weights are uploaded once from backend-neutral HostWeights.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backends/host_weight.h"
+
+namespace tf {
+
+// A backend-owned tensor. Cheap to copy (shared handle); the backend knows what is inside.
+class Tensor {
+ public:
+  struct Impl {
+    virtual ~Impl() = default;
+  };
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  Impl* impl() const { return impl_.get(); }
+  explicit operator bool() const { return impl_ != nullptr; }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+// A weight on the device: dense, or affine group-quantized (w = scale * q + bias per group).
+struct DeviceWeight {
+  Tensor data;  // dense values, or packed codes
+  Tensor scales, biases;  // affine only
+  int bits = 0;           // 0: dense
+  int group_size = 0;
+  std::int64_t rows = 0, cols = 0;  // logical [out, in]
+  bool quantized() const { return bits != 0; }
+};
+
+struct RopeSpec {
+  float base = 10000.0f;
+  bool interleaved = false;   // pairs (2i, 2i+1) as in GGUF's permuted llama weights; else (i, i + d/2)
+  std::vector<float> freq_factors;  // optional per-pair divisors (llama3 rope scaling, rope_freqs.weight)
+};
+
+struct AttentionSpec {
+  int heads = 0, kv_heads = 0, head_dim = 0;
+  float scale = 1.0f;  // usually 1/sqrt(head_dim)
+};
+
+// Per-stream key/value cache of every attention layer. Truncation is how drafts roll back.
+class KvCache {
+ public:
+  virtual ~KvCache() = default;
+  virtual std::int64_t length() const = 0;  // positions written (all layers agree after a forward)
+  virtual void truncate(std::int64_t length) = 0;
+  virtual std::size_t bytes() const = 0;  // device memory held
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  virtual DeviceWeight upload(const HostWeight& w) = 0;
+  virtual std::unique_ptr<KvCache> new_kv_cache(int layers, int kv_heads, int head_dim) = 0;
+
+  // [n, cols] rows of `table` for `ids` (dequantized when quantized).
+  virtual Tensor embed(const DeviceWeight& table, std::span<const std::int32_t> ids) = 0;
+  virtual Tensor rms_norm(const Tensor& x, const DeviceWeight& weight, float eps) = 0;
+  // x [n, in] times w^T -> [n, out]
+  virtual Tensor linear(const Tensor& x, const DeviceWeight& w) = 0;
+  virtual Tensor add(const Tensor& a, const Tensor& b) = 0;
+  virtual Tensor swiglu(const Tensor& gate, const Tensor& up) = 0;  // silu(gate) * up
+  // Rotates x [n, heads * head_dim] for absolute positions start .. start + n - 1.
+  virtual Tensor rope(const Tensor& x, int heads, int head_dim, std::int64_t start, const RopeSpec& spec) = 0;
+  // Writes k, v [n, kv_heads * head_dim] into `layer` of the cache at positions start.., then attends q
+  // [n, heads * head_dim] causally over positions 0 .. start + n - 1. Returns [n, heads * head_dim].
+  virtual Tensor attend(KvCache& cache, int layer, const Tensor& q, const Tensor& k, const Tensor& v,
+                        std::int64_t start, const AttentionSpec& spec) = 0;
+  // The last `n` rows of x.
+  virtual Tensor last_rows(const Tensor& x, std::int64_t n) = 0;
+  // Evaluates x and copies it to the host as float32, row-major.
+  virtual std::vector<float> to_host(const Tensor& x) = 0;
+};
+
+}  // namespace tf

@@ -1,0 +1,204 @@
+#include "backends/mlx/mlx_backend.h"
+
+#include <mlx/mlx.h>
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+namespace tf {
+namespace mx = mlx::core;
+
+namespace {
+
+struct MlxTensor final : Tensor::Impl {
+  explicit MlxTensor(mx::array a) : array(std::move(a)) {}
+  mx::array array;
+};
+
+const mx::array& arr(const Tensor& t) {
+  auto* impl = dynamic_cast<MlxTensor*>(t.impl());
+  if (impl == nullptr) throw std::logic_error("tensor does not belong to the MLX backend");
+  return impl->array;
+}
+Tensor wrap(mx::array a) { return Tensor(std::make_shared<MlxTensor>(std::move(a))); }
+
+mx::Dtype mlx_dtype(HostDType d) {
+  switch (d) {
+    case HostDType::F32: return mx::float32;
+    case HostDType::F16: return mx::float16;
+    case HostDType::BF16: return mx::bfloat16;
+  }
+  return mx::float32;
+}
+
+// Copies host bytes into a new MLX array.
+mx::array from_bytes(const std::vector<std::uint8_t>& bytes, mx::Shape shape, mx::Dtype dtype) {
+  auto* copy = new std::uint8_t[bytes.size()];
+  std::memcpy(copy, bytes.data(), bytes.size());
+  return mx::array(copy, std::move(shape), dtype, [](void* p) { delete[] static_cast<std::uint8_t*>(p); });
+}
+
+// Keys and values of one layer live in a buffer that grows in steps, so a decode step writes in place
+// rather than concatenating the whole history.
+class MlxKvCache final : public KvCache {
+ public:
+  MlxKvCache(int layers, int kv_heads, int head_dim)
+      : kv_heads_(kv_heads), head_dim_(head_dim), keys_(static_cast<std::size_t>(layers)),
+        values_(static_cast<std::size_t>(layers)) {}
+  std::int64_t length() const override { return length_; }
+  void truncate(std::int64_t length) override {
+    if (length < 0 || length > length_) throw std::invalid_argument("kv cache truncate past its length");
+    length_ = length;
+  }
+  std::size_t bytes() const override {
+    std::size_t n = 0;
+    for (const auto& k : keys_)
+      if (k) n += 2 * k->nbytes();
+    return n;
+  }
+
+  // Stores k, v [1, kv_heads, n, head_dim] at `start` of `layer`; returns views over 0 .. start + n.
+  std::pair<mx::array, mx::array> write(int layer, const mx::array& k, const mx::array& v, std::int64_t start) {
+    auto& K = keys_[static_cast<std::size_t>(layer)];
+    auto& V = values_[static_cast<std::size_t>(layer)];
+    const int n = k.shape(2);
+    const auto end = static_cast<int>(start) + n;
+    const int cap = K ? K->shape(2) : 0;
+    if (end > cap) {
+      const int new_cap = (end + kStep - 1) / kStep * kStep;
+      mx::array K2 = mx::zeros({1, kv_heads_, new_cap, head_dim_}, mx::float32);
+      mx::array V2 = mx::zeros({1, kv_heads_, new_cap, head_dim_}, mx::float32);
+      if (K && start > 0) {
+        const int keep = static_cast<int>(start);
+        const mx::Shape zero{0, 0, 0, 0}, upto{1, kv_heads_, keep, head_dim_};
+        K2 = mx::slice_update(K2, mx::slice(*K, zero, upto), zero, upto);
+        V2 = mx::slice_update(V2, mx::slice(*V, zero, upto), zero, upto);
+      }
+      K = K2;
+      V = V2;
+    }
+    const int s = static_cast<int>(start);
+    const mx::Shape from{0, 0, s, 0}, to{1, kv_heads_, end, head_dim_};
+    K = mx::slice_update(*K, k, from, to);
+    V = mx::slice_update(*V, v, from, to);
+    if (layer == static_cast<int>(keys_.size()) - 1) length_ = end;
+    return {mx::slice(*K, {0, 0, 0, 0}, {1, kv_heads_, end, head_dim_}),
+            mx::slice(*V, {0, 0, 0, 0}, {1, kv_heads_, end, head_dim_})};
+  }
+
+ private:
+  static constexpr int kStep = 256;
+  int kv_heads_, head_dim_;
+  std::vector<std::optional<mx::array>> keys_, values_;
+  std::int64_t length_ = 0;
+};
+
+class MlxBackend final : public Backend {
+ public:
+  std::string name() const override { return "mlx"; }
+
+  DeviceWeight upload(const HostWeight& w) override {
+    DeviceWeight d;
+    d.rows = w.rows;
+    d.cols = w.cols;
+    const int rows = static_cast<int>(w.rows), cols = static_cast<int>(w.cols);
+    if (w.bits == 0) {
+      // Dense weights are held as float32: activations are float32 and MLX's CPU path is fastest there.
+      d.data = wrap(mx::astype(from_bytes(w.data, {rows, cols}, mlx_dtype(w.dtype)), mx::float32));
+    } else {
+      d.bits = w.bits;
+      d.group_size = w.group_size;
+      d.data = wrap(from_bytes(w.data, {rows, cols * w.bits / 32}, mx::uint32));
+      const int groups = cols / w.group_size;
+      d.scales = wrap(mx::astype(from_bytes(w.scales, {rows, groups}, mlx_dtype(w.dtype)), mx::float32));
+      d.biases = wrap(mx::astype(from_bytes(w.biases, {rows, groups}, mlx_dtype(w.dtype)), mx::float32));
+    }
+    std::vector<mx::array> to_eval = {arr(d.data)};
+    if (d.quantized()) to_eval.insert(to_eval.end(), {arr(d.scales), arr(d.biases)});
+    mx::eval(to_eval);
+    return d;
+  }
+
+  std::unique_ptr<KvCache> new_kv_cache(int layers, int kv_heads, int head_dim) override {
+    return std::make_unique<MlxKvCache>(layers, kv_heads, head_dim);
+  }
+
+  Tensor embed(const DeviceWeight& table, std::span<const std::int32_t> ids) override {
+    mx::array idx(ids.begin(), {static_cast<int>(ids.size())}, mx::int32);
+    if (!table.quantized()) return wrap(mx::take(arr(table.data), idx, 0));
+    auto rows = mx::take(arr(table.data), idx, 0);
+    auto s = mx::take(arr(table.scales), idx, 0);
+    auto b = mx::take(arr(table.biases), idx, 0);
+    return wrap(mx::dequantize(rows, s, b, table.group_size, table.bits));
+  }
+
+  Tensor rms_norm(const Tensor& x, const DeviceWeight& weight, float eps) override {
+    return wrap(mx::fast::rms_norm(arr(x), mx::reshape(arr(weight.data), {static_cast<int>(weight.cols)}), eps));
+  }
+
+  Tensor linear(const Tensor& x, const DeviceWeight& w) override {
+    if (!w.quantized()) return wrap(mx::matmul(arr(x), mx::transpose(arr(w.data))));
+    return wrap(mx::quantized_matmul(arr(x), arr(w.data), arr(w.scales), arr(w.biases), /*transpose=*/true,
+                                     w.group_size, w.bits));
+  }
+
+  Tensor add(const Tensor& a, const Tensor& b) override { return wrap(mx::add(arr(a), arr(b))); }
+
+  Tensor swiglu(const Tensor& gate, const Tensor& up) override {
+    const auto& g = arr(gate);
+    return wrap(mx::multiply(mx::multiply(g, mx::sigmoid(g)), arr(up)));
+  }
+
+  Tensor rope(const Tensor& x, int heads, int head_dim, std::int64_t start, const RopeSpec& spec) override {
+    const auto& a = arr(x);
+    const int n = a.shape(0);
+    auto h = mx::transpose(mx::reshape(a, {1, n, heads, head_dim}), {0, 2, 1, 3});  // [1, heads, n, d]
+    std::optional<mx::array> freqs;
+    std::optional<float> base = spec.base;
+    if (!spec.freq_factors.empty()) {
+      // MLX takes explicit frequencies (as periods); fold the per-pair factors into base^(2i/d) * factor.
+      std::vector<float> f(spec.freq_factors.size());
+      for (std::size_t i = 0; i < f.size(); ++i)
+        f[i] = std::pow(spec.base, 2.0f * static_cast<float>(i) / static_cast<float>(head_dim)) * spec.freq_factors[i];
+      freqs = mx::array(f.begin(), {static_cast<int>(f.size())}, mx::float32);
+      base = std::nullopt;
+    }
+    auto r = mx::fast::rope(h, head_dim, spec.interleaved, base, 1.0f, static_cast<int>(start), freqs);
+    return wrap(mx::reshape(mx::transpose(r, {0, 2, 1, 3}), {n, heads * head_dim}));
+  }
+
+  Tensor attend(KvCache& cache, int layer, const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t start,
+                const AttentionSpec& spec) override {
+    auto& c = dynamic_cast<MlxKvCache&>(cache);
+    const int n = arr(q).shape(0);
+    auto heads_first = [n](const mx::array& a, int heads, int d) {
+      return mx::transpose(mx::reshape(a, {1, n, heads, d}), {0, 2, 1, 3});
+    };
+    auto qh = heads_first(arr(q), spec.heads, spec.head_dim);
+    auto [K, V] = c.write(layer, heads_first(arr(k), spec.kv_heads, spec.head_dim),
+                          heads_first(arr(v), spec.kv_heads, spec.head_dim), start);
+    auto o = mx::fast::scaled_dot_product_attention(qh, K, V, spec.scale, n > 1 ? "causal" : "");
+    return wrap(mx::reshape(mx::transpose(o, {0, 2, 1, 3}), {n, spec.heads * spec.head_dim}));
+  }
+
+  Tensor last_rows(const Tensor& x, std::int64_t n) override {
+    const auto& a = arr(x);
+    const int rows = a.shape(0);
+    return wrap(mx::slice(a, {rows - static_cast<int>(n), 0}, {rows, a.shape(1)}));
+  }
+
+  std::vector<float> to_host(const Tensor& x) override {
+    auto a = mx::astype(arr(x), mx::float32);
+    a = mx::contiguous(a);
+    mx::eval(a);
+    const float* p = a.data<float>();
+    return std::vector<float>(p, p + a.size());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_mlx_backend() { return std::make_unique<MlxBackend>(); }
+
+}  // namespace tf

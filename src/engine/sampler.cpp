@@ -1,0 +1,92 @@
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "engine/keyed_noise.h"
+
+namespace tf {
+
+std::uint64_t seed_from_prompt(std::span<const std::int32_t> prompt) {
+  std::uint64_t h = 0x5eed5eed5eed5eedull ^ prompt.size();
+  for (auto t : prompt) h = mix64(h ^ static_cast<std::uint32_t>(t));
+  return h;
+}
+
+std::vector<std::pair<std::int32_t, float>> filtered_candidates(std::span<const float> logits,
+                                                                const SamplingParams& p) {
+  std::vector<std::pair<std::int32_t, float>> c;
+  c.reserve(logits.size());
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    const float v = logits[i] / p.temperature;
+    if (!std::isnan(v)) c.emplace_back(static_cast<std::int32_t>(i), v);
+  }
+  // Best first; equal logits in id order, so every filter cuts at the same place every time.
+  auto better = [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; };
+  const bool need_sort = (p.top_k > 0 && static_cast<std::size_t>(p.top_k) < c.size()) || p.top_p < 1.0f;
+  if (p.top_k > 0 && static_cast<std::size_t>(p.top_k) < c.size()) {
+    std::partial_sort(c.begin(), c.begin() + p.top_k, c.end(), better);
+    c.resize(static_cast<std::size_t>(p.top_k));
+  } else if (need_sort) {
+    std::sort(c.begin(), c.end(), better);
+  }
+  if (c.empty()) return c;
+  if (p.top_p < 1.0f || p.min_p > 0.0f) {
+    float max_v = c[0].second;
+    if (!need_sort)
+      for (const auto& [id, v] : c) max_v = std::max(max_v, v);
+    // Probabilities in double, summed in the sorted order: the same numbers every run.
+    double total = 0.0;
+    std::vector<double> w(c.size());
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      w[i] = std::exp(static_cast<double>(c[i].second) - static_cast<double>(max_v));
+      total += w[i];
+    }
+    if (p.top_p < 1.0f) {
+      double cum = 0.0;
+      std::size_t keep = c.size();
+      for (std::size_t i = 0; i < c.size(); ++i) {
+        cum += w[i] / total;
+        if (cum >= static_cast<double>(p.top_p)) {
+          keep = i + 1;
+          break;
+        }
+      }
+      c.resize(keep);
+      w.resize(keep);
+    }
+    if (p.min_p > 0.0f) {
+      // min-p compares with the most likely token, whose weight is exp(0) = 1 relative to max_v.
+      std::size_t out = 0;
+      for (std::size_t i = 0; i < c.size(); ++i)
+        if (w[i] >= static_cast<double>(p.min_p)) c[out++] = c[i];
+      c.resize(std::max<std::size_t>(out, 1));
+    }
+  }
+  return c;
+}
+
+std::int32_t sample_token(std::span<const float> logits, const SamplingParams& p, std::uint64_t seed,
+                          std::int64_t position) {
+  if (p.temperature <= 0.0f) {
+    std::int32_t best = 0;
+    for (std::size_t i = 1; i < logits.size(); ++i)
+      if (logits[i] > logits[static_cast<std::size_t>(best)]) best = static_cast<std::int32_t>(i);
+    return best;
+  }
+  const auto c = filtered_candidates(logits, p);
+  if (c.empty()) return 0;
+  std::int32_t best = c[0].first;
+  double best_score = -std::numeric_limits<double>::infinity();
+  for (const auto& [id, v] : c) {
+    const double score = static_cast<double>(v) + gumbel_noise(seed, position, id);
+    if (score > best_score || (score == best_score && id < best)) {
+      best_score = score;
+      best = id;
+    }
+  }
+  return best;
+}
+
+}  // namespace tf

@@ -1,0 +1,172 @@
+#include "families/llama/llama_model.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "backends/backend.h"
+#include "checkpoint/checkpoint_error.h"
+#include "checkpoint/gguf.h"
+#include "checkpoint/hf_checkpoint.h"
+#include "checkpoint/weight_reader.h"
+#include "families/llama/llama_config.h"
+
+namespace tf {
+namespace {
+
+struct LayerWeights {
+  DeviceWeight attn_norm, q, k, v, o, mlp_norm, gate, up, down;
+};
+
+// Weight names in the two layouts we read.
+struct Names {
+  bool gguf;
+  std::string embed() const { return gguf ? "token_embd.weight" : "model.embed_tokens.weight"; }
+  std::string final_norm() const { return gguf ? "output_norm.weight" : "model.norm.weight"; }
+  std::string output() const { return gguf ? "output.weight" : "lm_head.weight"; }
+  std::string layer(std::int64_t i, const char* gguf_name, const char* hf_name) const {
+    return gguf ? "blk." + std::to_string(i) + "." + gguf_name + ".weight"
+                : "model.layers." + std::to_string(i) + "." + hf_name + ".weight";
+  }
+};
+
+class LlamaState final : public SequenceState {
+ public:
+  explicit LlamaState(std::unique_ptr<KvCache> kv) : kv_(std::move(kv)) {}
+  std::int64_t length() const override { return kv_->length(); }
+  void truncate(std::int64_t length) override { kv_->truncate(length); }
+  std::size_t bytes() const override { return kv_->bytes(); }
+  KvCache& kv() { return *kv_; }
+
+ private:
+  std::unique_ptr<KvCache> kv_;
+};
+
+class LlamaModel final : public Model {
+ public:
+  LlamaModel(const std::string& path, bool is_gguf, Backend& backend) : backend_(backend) {
+    std::unique_ptr<WeightReader> reader;
+    if (is_gguf) {
+      GgufFile f(path);
+      cfg_ = llama_config_from_gguf(f.header(), path);
+      info_.architecture = f.header().get_string("general.architecture").value_or("llama");
+      reader = open_gguf_weights(path);
+      if (reader->has("rope_freqs.weight")) {
+        auto rf = reader->read("rope_freqs.weight");
+        cfg_.rope_freq_factors.resize(rf.data.size() / 4);
+        std::memcpy(cfg_.rope_freq_factors.data(), rf.data.data(), rf.data.size());
+      }
+    } else {
+      HfCheckpoint ck(path);
+      cfg_ = llama_config_from_json(ck.config(), path);
+      info_.architecture = ck.config().value("model_type", std::string("llama"));
+      reader = open_hf_weights(path);
+    }
+    const Names n{is_gguf};
+    auto load = [&](const std::string& name) {
+      auto w = backend_.upload(reader->read(name));
+      info_.weight_bytes += weight_bytes(w);
+      return w;
+    };
+    embed_ = load(n.embed());
+    if (embed_.rows != cfg_.vocab || embed_.cols != cfg_.hidden)
+      throw CheckpointError(path, "embedding is " + std::to_string(embed_.rows) + "x" + std::to_string(embed_.cols) +
+                                      ", expected vocab x hidden " + std::to_string(cfg_.vocab) + "x" +
+                                      std::to_string(cfg_.hidden));
+    for (std::int64_t i = 0; i < cfg_.layers; ++i) {
+      LayerWeights l;
+      l.attn_norm = load(n.layer(i, "attn_norm", "input_layernorm"));
+      l.q = load(n.layer(i, "attn_q", "self_attn.q_proj"));
+      l.k = load(n.layer(i, "attn_k", "self_attn.k_proj"));
+      l.v = load(n.layer(i, "attn_v", "self_attn.v_proj"));
+      l.o = load(n.layer(i, "attn_output", "self_attn.o_proj"));
+      l.mlp_norm = load(n.layer(i, "ffn_norm", "post_attention_layernorm"));
+      l.gate = load(n.layer(i, "ffn_gate", "mlp.gate_proj"));
+      l.up = load(n.layer(i, "ffn_up", "mlp.up_proj"));
+      l.down = load(n.layer(i, "ffn_down", "mlp.down_proj"));
+      check_shape(path, l.q, cfg_.heads * cfg_.head_dim, cfg_.hidden, i, "q");
+      check_shape(path, l.k, cfg_.kv_heads * cfg_.head_dim, cfg_.hidden, i, "k");
+      check_shape(path, l.v, cfg_.kv_heads * cfg_.head_dim, cfg_.hidden, i, "v");
+      check_shape(path, l.o, cfg_.hidden, cfg_.heads * cfg_.head_dim, i, "o");
+      check_shape(path, l.gate, cfg_.ffn, cfg_.hidden, i, "gate");
+      check_shape(path, l.up, cfg_.ffn, cfg_.hidden, i, "up");
+      check_shape(path, l.down, cfg_.hidden, cfg_.ffn, i, "down");
+      layers_.push_back(std::move(l));
+    }
+    final_norm_ = load(n.final_norm());
+    if (!cfg_.tied_embeddings && reader->has(n.output())) {
+      output_ = load(n.output());
+    } else {
+      output_ = embed_;  // tied: the embedding table is the output projection
+    }
+    info_.family = "llama";
+    info_.vocab = cfg_.vocab;
+    info_.context = cfg_.context;
+    info_.state_bytes_per_token = static_cast<std::size_t>(2 * cfg_.layers * cfg_.kv_heads * cfg_.head_dim * 4);
+    rope_.base = cfg_.rope_base;
+    rope_.interleaved = cfg_.rope_interleaved;
+    rope_.freq_factors = cfg_.rope_freq_factors;
+    attn_.heads = static_cast<int>(cfg_.heads);
+    attn_.kv_heads = static_cast<int>(cfg_.kv_heads);
+    attn_.head_dim = static_cast<int>(cfg_.head_dim);
+    attn_.scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
+  }
+
+  const ModelInfo& info() const override { return info_; }
+
+  std::unique_ptr<SequenceState> new_state() const override {
+    return std::make_unique<LlamaState>(
+        backend_.new_kv_cache(static_cast<int>(cfg_.layers), attn_.kv_heads, attn_.head_dim));
+  }
+
+  std::vector<float> forward(SequenceState& state, std::span<const std::int32_t> tokens,
+                             std::int64_t logit_rows) override {
+    auto& st = dynamic_cast<LlamaState&>(state);
+    const std::int64_t start = st.length();
+    Backend& b = backend_;
+    Tensor x = b.embed(embed_, tokens);
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      const auto& l = layers_[i];
+      Tensor h = b.rms_norm(x, l.attn_norm, cfg_.rms_eps);
+      Tensor q = b.rope(b.linear(h, l.q), attn_.heads, attn_.head_dim, start, rope_);
+      Tensor k = b.rope(b.linear(h, l.k), attn_.kv_heads, attn_.head_dim, start, rope_);
+      Tensor v = b.linear(h, l.v);
+      Tensor a = b.attend(st.kv(), static_cast<int>(i), q, k, v, start, attn_);
+      x = b.add(x, b.linear(a, l.o));
+      h = b.rms_norm(x, l.mlp_norm, cfg_.rms_eps);
+      x = b.add(x, b.linear(b.swiglu(b.linear(h, l.gate), b.linear(h, l.up)), l.down));
+    }
+    Tensor last = b.last_rows(x, logit_rows);
+    return b.to_host(b.linear(b.rms_norm(last, final_norm_, cfg_.rms_eps), output_));
+  }
+
+ private:
+  static std::size_t weight_bytes(const DeviceWeight& w) {
+    const auto elems = static_cast<std::size_t>(w.rows * w.cols);
+    if (!w.quantized()) return elems * 4;
+    const auto groups = elems / static_cast<std::size_t>(w.group_size);
+    return elems * static_cast<std::size_t>(w.bits) / 8 + groups * 8;
+  }
+  static void check_shape(const std::string& path, const DeviceWeight& w, std::int64_t rows, std::int64_t cols,
+                          std::int64_t layer, const char* what) {
+    if (w.rows != rows || w.cols != cols)
+      throw CheckpointError(path, "layer " + std::to_string(layer) + " " + what + " weight is " +
+                                      std::to_string(w.rows) + "x" + std::to_string(w.cols) + ", expected " +
+                                      std::to_string(rows) + "x" + std::to_string(cols));
+  }
+
+  Backend& backend_;
+  LlamaConfig cfg_;
+  ModelInfo info_;
+  RopeSpec rope_;
+  AttentionSpec attn_;
+  DeviceWeight embed_, final_norm_, output_;
+  std::vector<LayerWeights> layers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> load_llama(const std::string& path, bool is_gguf, Backend& backend) {
+  return std::make_unique<LlamaModel>(path, is_gguf, backend);
+}
+
+}  // namespace tf

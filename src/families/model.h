@@ -1,0 +1,49 @@
+#pragma once
+// The contract between the engine and a model family. A family reads its checkpoint, uploads weights to a
+// backend and runs forward passes over per-stream sequence state; the engine never sees tensors.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tf {
+
+class Backend;
+
+struct ModelInfo {
+  std::string family;        // our folder under src/families/
+  std::string architecture;  // GGUF general.architecture / config.json model_type
+  std::int64_t vocab = 0;
+  std::int64_t context = 0;  // the checkpoint's trained context length
+  std::size_t weight_bytes = 0;  // as uploaded to the backend
+  std::size_t state_bytes_per_token = 0;  // cache growth per position of one stream
+  std::int64_t prefill_chunk = 512;  // the family's fixed chunk grid for prefill (ARCHITECTURE §4)
+};
+
+// What one stream carries between forward passes: KV caches for attention layers, recurrent state for
+// linear-attention layers. Truncation rolls back to an earlier length (rejected drafts).
+class SequenceState {
+ public:
+  virtual ~SequenceState() = default;
+  virtual std::int64_t length() const = 0;
+  virtual void truncate(std::int64_t length) = 0;
+  virtual std::size_t bytes() const = 0;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const ModelInfo& info() const = 0;
+  virtual std::unique_ptr<SequenceState> new_state() const = 0;
+  // Runs `tokens` at positions state.length() .. + n - 1, appending them to the state, and returns the
+  // logits of the last `logit_rows` positions as [logit_rows, vocab] float32, row-major.
+  virtual std::vector<float> forward(SequenceState& state, std::span<const std::int32_t> tokens,
+                                     std::int64_t logit_rows) = 0;
+};
+
+// Opens a GGUF file or a checkpoint directory and builds the family that serves its architecture.
+// Throws CheckpointError for unreadable or unsupported checkpoints.
+std::unique_ptr<Model> load_model(const std::string& path, Backend& backend);
+
+}  // namespace tf
