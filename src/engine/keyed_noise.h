@@ -19,9 +19,10 @@ inline std::uint64_t noise_key(std::uint64_t seed, std::int64_t position, std::i
   return mix64(mix64(mix64(seed) ^ static_cast<std::uint64_t>(position)) ^ static_cast<std::uint32_t>(token));
 }
 
-// A uniform double in (0, 1): 53 random bits, centred so neither 0 nor 1 can occur.
+// A uniform double in (0, 1): 52 random bits plus a half step, so neither 0 nor 1 can occur (with 53 bits
+// the largest value would round up to exactly 1).
 inline double key_to_unit(std::uint64_t key) {
-  return (static_cast<double>(key >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+  return (static_cast<double>(key >> 12) + 0.5) * (1.0 / 4503599627370496.0);
 }
 
 // Natural log of a positive, finite, normal double: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), then

@@ -1,0 +1,54 @@
+#include "engine/generation.h"
+
+namespace tf {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length: return "length";
+    case FinishReason::Cancelled: return "cancelled";
+    case FinishReason::Error: return "error";
+  }
+  return "error";
+}
+
+bool GenerationStream::next(std::string& text) {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return !pieces_.empty() || closed_; });
+  if (!pieces_.empty()) {
+    text = std::move(pieces_.front());
+    pieces_.pop_front();
+    return true;
+  }
+  return false;
+}
+
+void GenerationStream::cancel() {
+  std::lock_guard lock(mu_);
+  cancel_ = true;
+}
+
+bool GenerationStream::cancelled() const {
+  std::lock_guard lock(mu_);
+  return cancel_;
+}
+
+void GenerationStream::push(std::string text) {
+  if (text.empty()) return;
+  {
+    std::lock_guard lock(mu_);
+    pieces_.push_back(std::move(text));
+  }
+  cv_.notify_all();
+}
+
+void GenerationStream::close(GenerationResult result) {
+  {
+    std::lock_guard lock(mu_);
+    result_ = std::move(result);
+    closed_ = true;
+  }
+  cv_.notify_all();
+}
+
+}  // namespace tf

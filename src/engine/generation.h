@@ -1,0 +1,59 @@
+#pragma once
+// What the server hands the engine for one completion, and the channel the text comes back on.
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/sampler.h"
+
+namespace tf {
+
+struct GenerationRequest {
+  std::vector<std::int32_t> prompt;  // rendered and tokenized
+  SamplingParams sampling;
+  std::optional<std::uint64_t> seed;  // none: a hash of the prompt (seed_from_prompt)
+  std::int64_t max_tokens = 0;        // 0: until the context ends
+  std::vector<std::string> stop;      // stop strings; never part of the returned text
+  bool draft = true;                  // false: decode serially (meaningful once drafting lands)
+};
+
+enum class FinishReason { Stop, Length, Cancelled, Error };
+const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled", "error"
+
+struct GenerationResult {
+  FinishReason finish = FinishReason::Stop;
+  std::int64_t prompt_tokens = 0;
+  std::int64_t completion_tokens = 0;
+  std::int64_t cached_tokens = 0;
+  std::string error;  // set when finish == Error
+};
+
+// A thread-safe, single-consumer channel from the engine thread to one HTTP handler. The engine pushes text
+// pieces (whole UTF-8 characters, stop strings held back) and then closes it with the result.
+class GenerationStream {
+ public:
+  // Blocks until the next piece of text or the end. Returns false at the end; result() is then valid.
+  bool next(std::string& text);
+  const GenerationResult& result() const { return result_; }
+  // Asks the engine to stop this generation; it does so within one decode step. Safe from any thread.
+  void cancel();
+  bool cancelled() const;
+
+  // Engine side.
+  void push(std::string text);
+  void close(GenerationResult result);
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> pieces_;
+  bool closed_ = false;
+  bool cancel_ = false;
+  GenerationResult result_;
+};
+
+}  // namespace tf

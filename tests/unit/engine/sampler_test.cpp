@@ -1,0 +1,114 @@
+#include "engine/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+
+#include "engine/keyed_noise.h"
+
+namespace tf {
+namespace {
+
+std::vector<float> random_logits(std::size_t n, std::uint32_t seed, float spread = 4.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, spread);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+TEST(KeyedNoise, PortableLogMatchesLibmClosely) {
+  std::mt19937_64 rng(1);
+  for (int i = 0; i < 200000; ++i) {
+    const double u = key_to_unit(rng());
+    const double ours = portable_log(u), ref = std::log(u);
+    ASSERT_NEAR(ours, ref, 4e-16 * std::max(1.0, std::fabs(ref))) << u;
+  }
+  EXPECT_NEAR(portable_log(1.0), 0.0, 1e-300);
+  EXPECT_NEAR(portable_log(std::exp(1.0)), 1.0, 1e-15);
+}
+
+TEST(KeyedNoise, UnitIsStrictlyInsideZeroOne) {
+  EXPECT_GT(key_to_unit(0), 0.0);
+  EXPECT_LT(key_to_unit(~0ull), 1.0);
+}
+
+TEST(KeyedNoise, IsAPureFunctionOfSeedPositionToken) {
+  EXPECT_EQ(gumbel_noise(7, 100, 42), gumbel_noise(7, 100, 42));
+  EXPECT_NE(gumbel_noise(7, 100, 42), gumbel_noise(8, 100, 42));
+  EXPECT_NE(gumbel_noise(7, 100, 42), gumbel_noise(7, 101, 42));
+  EXPECT_NE(gumbel_noise(7, 100, 42), gumbel_noise(7, 100, 43));
+}
+
+TEST(Sampler, GreedyTakesTheMaxWithTiesToTheLowestId) {
+  std::vector<float> l = {1.0f, 3.0f, -2.0f, 3.0f};
+  SamplingParams g;
+  g.temperature = 0.0f;
+  EXPECT_EQ(sample_token(l, g, 1, 0), 1);
+}
+
+// Each sampled token is the keyed Gumbel-max of its (filtered, scaled) logits row, recomputed here
+// independently from the definition.
+TEST(Sampler, SampledTokenIsTheKeyedGumbelMax) {
+  for (int trial = 0; trial < 50; ++trial) {
+    auto logits = random_logits(1000, static_cast<std::uint32_t>(trial));
+    SamplingParams p;
+    p.temperature = 0.5f + 0.1f * static_cast<float>(trial % 10);
+    const std::uint64_t seed = 1234 + static_cast<std::uint64_t>(trial);
+    const std::int64_t pos = 17 * trial;
+    std::int32_t want = -1;
+    double best = -std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < logits.size(); ++i) {
+      const double s = static_cast<double>(logits[i] / p.temperature) +
+                       gumbel_noise(seed, pos, static_cast<std::int32_t>(i));
+      if (s > best) best = s, want = static_cast<std::int32_t>(i);
+    }
+    EXPECT_EQ(sample_token(logits, p, seed, pos), want);
+  }
+}
+
+TEST(Sampler, FollowsTheSoftmaxDistribution) {
+  // Over many positions the keyed noise must sample token i with probability softmax(l)_i.
+  std::vector<float> l = {0.0f, 1.0f, 2.0f};
+  SamplingParams p;
+  std::map<int, int> count;
+  const int n = 60000;
+  for (int pos = 0; pos < n; ++pos) ++count[sample_token(l, p, 99, pos)];
+  const double z = 1 + std::exp(1.0) + std::exp(2.0);
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(count[i] / static_cast<double>(n), std::exp(static_cast<double>(i)) / z, 0.01);
+}
+
+TEST(Sampler, FiltersApplyInOrder) {
+  std::vector<float> l = {5.0f, 4.0f, 3.0f, 2.0f, 1.0f};
+  SamplingParams p;
+  p.top_k = 3;
+  auto c = filtered_candidates(l, p);
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].first, 0);
+  EXPECT_EQ(c[2].first, 2);
+  p.top_k = 0;
+  p.top_p = 0.5f;  // softmax of 5,4,3,2,1: 0.636 alone already reaches 0.5
+  EXPECT_EQ(filtered_candidates(l, p).size(), 1u);
+  p.top_p = 0.9f;  // 0.636 + 0.234 = 0.870 < 0.9, + 0.086 = 0.956
+  EXPECT_EQ(filtered_candidates(l, p).size(), 3u);
+  p.top_p = 1.0f;
+  p.min_p = 0.3f;  // e^-1 = 0.37 stays, e^-2 = 0.135 goes
+  EXPECT_EQ(filtered_candidates(l, p).size(), 2u);
+  // Never sampled outside the kept set.
+  p.min_p = 0.0f;
+  p.top_k = 2;
+  for (int pos = 0; pos < 500; ++pos) EXPECT_LT(sample_token(l, p, 5, pos), 2);
+}
+
+TEST(Sampler, SeedFromPromptDependsOnEveryToken) {
+  std::vector<std::int32_t> a = {1, 2, 3}, b = {1, 2, 4}, c = {1, 2};
+  EXPECT_EQ(seed_from_prompt(a), seed_from_prompt(a));
+  EXPECT_NE(seed_from_prompt(a), seed_from_prompt(b));
+  EXPECT_NE(seed_from_prompt(a), seed_from_prompt(c));
+}
+
+}  // namespace
+}  // namespace tf
