@@ -90,6 +90,7 @@ void dequantize_ggml(GgmlType type, std::span<const std::uint8_t> data, std::spa
       out.size() / info->block_elements * info->block_bytes != data.size())
     throw std::invalid_argument("dequantize_ggml: " + std::to_string(data.size()) + " bytes of " +
                                 std::string(info->name) + " do not hold " + std::to_string(out.size()) + " elements");
+  if (out.empty()) return;  // a zero-element tensor: its spans may hold null, and memcpy(null, ..., 0) is UB
   const std::size_t blocks = out.size() / info->block_elements;
   const std::uint8_t* p = data.data();
   float* y = out.data();

@@ -1,6 +1,7 @@
 #include "checkpoint/gguf.h"
 
 #include <algorithm>
+#include <limits>
 #include <unordered_set>
 
 #include "checkpoint/byte_reader.h"
@@ -13,6 +14,11 @@ constexpr std::uint32_t kMaxKeyBytes = 65535;    // the spec's limit on key leng
 constexpr std::uint64_t kMaxTensorNameBytes = 64;  // the spec's limit on tensor names
 constexpr std::uint32_t kMaxDims = 4;
 constexpr int kMaxArrayNesting = 4;  // real files nest at most once; bounds recursion on hostile input
+// Memory the parsed header may take. The counts and lengths in a file are only bounded by its size, and
+// a (sparse) file of many GiB could otherwise make the parser allocate many times that and die in
+// std::bad_alloc. Real headers, tokenizer included, take well under 100 MiB.
+constexpr std::uint64_t kMaxHeaderMemory = 1ull << 30;
+constexpr std::uint64_t kMaxReserve = 4096;  // counts are untrusted: reserve at most this much up front
 
 // Smallest encoding of one value of a type; used to refuse counts the remaining bytes cannot hold.
 std::uint64_t min_value_bytes(GgufValueType t) {
@@ -28,13 +34,31 @@ std::uint64_t min_value_bytes(GgufValueType t) {
 
 bool valid_value_type(std::uint32_t raw) { return raw <= static_cast<std::uint32_t>(GgufValueType::F64); }
 
-std::string read_string(ByteReader& r, std::string_view what, std::uint64_t max_len) {
+// What is left of kMaxHeaderMemory while parsing.
+class MemoryBudget {
+ public:
+  void charge(ByteReader& r, std::uint64_t bytes, const std::string& what) {
+    if (bytes > left_) r.fail(what + " would take the parsed header past its 1 GiB memory limit");
+    left_ -= bytes;
+  }
+  void charge_items(ByteReader& r, std::uint64_t count, std::uint64_t item_bytes, const std::string& what) {
+    if (count > left_ / item_bytes) r.fail(what + " would take the parsed header past its 1 GiB memory limit");
+    left_ -= count * item_bytes;
+  }
+
+ private:
+  std::uint64_t left_ = kMaxHeaderMemory;
+};
+
+std::string read_string(ByteReader& r, std::string_view what, std::uint64_t max_len, MemoryBudget& budget) {
   auto len = r.read<std::uint64_t>(what);
   if (len > max_len) r.fail(std::string(what) + " length " + std::to_string(len) + " exceeds " + std::to_string(max_len));
-  return std::string(r.read_bytes(static_cast<std::size_t>(len), what));
+  auto bytes = r.read_bytes(static_cast<std::size_t>(len), what);
+  budget.charge(r, len, std::string(what) + " of " + std::to_string(len) + " bytes");  // before copying it
+  return std::string(bytes);
 }
 
-GgufValue read_value(ByteReader& r, GgufValueType type, int depth) {
+GgufValue read_value(ByteReader& r, GgufValueType type, int depth, MemoryBudget& budget) {
   GgufValue out;
   out.type = type;
   switch (type) {
@@ -54,7 +78,9 @@ GgufValue read_value(ByteReader& r, GgufValueType type, int depth) {
       out.v = b == 1;
       break;
     }
-    case GgufValueType::STRING: out.v = read_string(r, "string value", r.remaining()); break;
+    case GgufValueType::STRING:  // no limit but the file's end, which read_bytes reports as truncation
+      out.v = read_string(r, "string value", std::numeric_limits<std::uint64_t>::max(), budget);
+      break;
     case GgufValueType::ARRAY: {
       if (depth >= kMaxArrayNesting) r.fail("arrays nested deeper than " + std::to_string(kMaxArrayNesting));
       auto raw = r.read<std::uint32_t>("array element type");
@@ -65,10 +91,12 @@ GgufValue read_value(ByteReader& r, GgufValueType type, int depth) {
         r.fail("array of " + std::to_string(count) + " " + std::string(gguf_value_type_name(elem)) +
                " values cannot fit in the " + std::to_string(r.remaining()) + " bytes left");
       }
+      budget.charge_items(r, count, sizeof(GgufValue),
+                          "array of " + std::to_string(count) + " " + std::string(gguf_value_type_name(elem)) + " values");
       auto arr = std::make_shared<GgufArray>();
       arr->element_type = elem;
-      arr->items.reserve(static_cast<std::size_t>(count));
-      for (std::uint64_t i = 0; i < count; ++i) arr->items.push_back(read_value(r, elem, depth + 1));
+      arr->items.reserve(static_cast<std::size_t>(std::min(count, kMaxReserve)));
+      for (std::uint64_t i = 0; i < count; ++i) arr->items.push_back(read_value(r, elem, depth + 1, budget));
       out.v = std::move(arr);
       break;
     }
@@ -148,19 +176,21 @@ GgufHeader parse_gguf_header(std::span<const std::uint8_t> bytes, const std::str
   // before allocating anything for them.
   if (kv_count > r.remaining() / 13)
     throw CheckpointError(file, "absurd metadata count " + std::to_string(kv_count) + " for a file of " +
-                                    std::to_string(bytes.size()) + " bytes");
+                                    std::to_string(bytes.size()) + " bytes (truncated or corrupt)");
   if (tensor_count > r.remaining() / 24)
     throw CheckpointError(file, "absurd tensor count " + std::to_string(tensor_count) + " for a file of " +
-                                    std::to_string(bytes.size()) + " bytes");
+                                    std::to_string(bytes.size()) + " bytes (truncated or corrupt)");
 
+  MemoryBudget budget;
   std::unordered_set<std::string> seen;
-  h.metadata.reserve(static_cast<std::size_t>(kv_count));
+  h.metadata.reserve(static_cast<std::size_t>(std::min(kv_count, kMaxReserve)));
   for (std::uint64_t i = 0; i < kv_count; ++i) {
-    std::string key = read_string(r, "metadata key", kMaxKeyBytes);
+    std::string key = read_string(r, "metadata key", kMaxKeyBytes, budget);
+    budget.charge(r, sizeof(std::pair<std::string, GgufValue>) + key.size(), "metadata key '" + key + "'");
     if (!seen.insert(key).second) r.fail("duplicate metadata key '" + key + "'");
     auto raw = r.read<std::uint32_t>("metadata value type");
     if (!valid_value_type(raw)) r.fail("metadata key '" + key + "' has unknown value type " + std::to_string(raw));
-    h.metadata.emplace_back(std::move(key), read_value(r, static_cast<GgufValueType>(raw), 0));
+    h.metadata.emplace_back(std::move(key), read_value(r, static_cast<GgufValueType>(raw), 0, budget));
   }
 
   if (const auto* a = h.get("general.alignment")) {
@@ -171,10 +201,12 @@ GgufHeader parse_gguf_header(std::span<const std::uint8_t> bytes, const std::str
   }
 
   seen.clear();
-  h.tensors.reserve(static_cast<std::size_t>(tensor_count));
+  h.tensors.reserve(static_cast<std::size_t>(std::min(tensor_count, kMaxReserve)));
   for (std::uint64_t i = 0; i < tensor_count; ++i) {
     GgufTensorInfo t;
-    t.name = read_string(r, "tensor name", kMaxTensorNameBytes);
+    t.name = read_string(r, "tensor name", kMaxTensorNameBytes, budget);
+    budget.charge(r, sizeof(GgufTensorInfo) + t.name.size() + kMaxDims * sizeof(std::uint64_t),
+                  "tensor info '" + t.name + "'");
     if (!seen.insert(t.name).second) r.fail("duplicate tensor name '" + t.name + "'");
     auto n_dims = r.read<std::uint32_t>("tensor dimension count");
     if (n_dims == 0 || n_dims > kMaxDims)
@@ -195,7 +227,9 @@ GgufHeader parse_gguf_header(std::span<const std::uint8_t> bytes, const std::str
       r.fail("tensor '" + t.name + "' row length " + std::to_string(t.dims[0]) + " is not a multiple of the " +
              std::string(info->name) + " block of " + std::to_string(info->block_elements));
     }
-    t.byte_size = t.element_count / info->block_elements * info->block_bytes;
+    // 2^62 F32 elements would wrap to 0 bytes and pass the bounds check below with an empty data span.
+    if (__builtin_mul_overflow(t.element_count / info->block_elements, std::uint64_t{info->block_bytes}, &t.byte_size))
+      r.fail("tensor '" + t.name + "' has an absurd byte size");
     t.offset = r.read<std::uint64_t>("tensor offset");
     if (t.offset % h.alignment != 0)
       r.fail("tensor '" + t.name + "' offset " + std::to_string(t.offset) + " is not aligned to " +

@@ -12,8 +12,9 @@ inline float f16_to_f32(std::uint16_t h) {
   std::uint32_t mant = h & 0x3ffu;
   std::uint32_t bits;
   if (exp == 0x1f) {
-    // inf, or nan made quiet with its payload kept (what F16C hardware and numpy do)
-    bits = sign | 0x7f800000u | (mant != 0 ? 0x400000u : 0u) | (mant << 13);
+    // inf, or nan with its payload widened bit for bit, signalling ones included: what numpy does, and
+    // numpy (through the gguf package) is the reference GGUF dequantization is checked against.
+    bits = sign | 0x7f800000u | (mant << 13);
   } else if (exp != 0) {
     bits = sign | ((exp + 112u) << 23) | (mant << 13);
   } else if (mant == 0) {

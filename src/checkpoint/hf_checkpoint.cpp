@@ -51,6 +51,7 @@ HfCheckpoint::HfCheckpoint(const std::string& dir) : dir_(dir) {
         throw CheckpointError(index_path.string(), "weight_map names shard '" + shard + "' outside the directory");
       if (unique.insert(shard).second) shard_names.push_back(shard);
     }
+    if (shard_names.empty()) throw CheckpointError(index_path.string(), "has an empty weight_map (no tensors)");
     for (const auto& s : shard_names) {
       shards_.push_back(std::make_unique<SafetensorsFile>((root / s).string()));
     }

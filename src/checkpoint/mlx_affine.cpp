@@ -32,16 +32,30 @@ float round_to(float x, AffineFloat ft) {
 
 std::size_t float_bytes(AffineFloat ft) { return ft == AffineFloat::F32 ? 4 : 2; }
 
+// a * b for sizes derived from the caller's shape. A product that wraps could match a small buffer and
+// send the loops past its end, so an overflow is refused like any other mismatch.
+std::size_t shape_product(std::size_t a, std::size_t b, const char* fn) {
+  std::size_t r;
+  if (__builtin_mul_overflow(a, b, &r)) throw std::invalid_argument(std::string(fn) + ": shape overflows");
+  return r;
+}
+
+// Reads an integer field into `out`; values outside [0, 1024] are refused as they are written, before
+// narrowing to int could turn e.g. 4294967300 into a valid 4.
+void read_int_field(const nlohmann::json& j, const char* key, int& out, const std::string& where) {
+  auto it = j.find(key);
+  if (it == j.end()) return;
+  if (!it->is_number_integer()) throw std::invalid_argument(where + ": " + key + " is not an integer");
+  const bool in_range = it->is_number_unsigned() ? it->get<std::uint64_t>() <= 1024
+                                                 : it->get<std::int64_t>() >= 0 && it->get<std::int64_t>() <= 1024;
+  if (!in_range) throw std::invalid_argument(where + ": unsupported affine " + key + "=" + it->dump());
+  out = it->get<int>();
+}
+
 AffineSpec parse_spec(const nlohmann::json& j, const AffineSpec& fallback, const std::string& where) {
   AffineSpec s = fallback;
-  if (auto b = j.find("bits"); b != j.end()) {
-    if (!b->is_number_integer()) throw std::invalid_argument(where + ": bits is not an integer");
-    s.bits = b->get<int>();
-  }
-  if (auto g = j.find("group_size"); g != j.end()) {
-    if (!g->is_number_integer()) throw std::invalid_argument(where + ": group_size is not an integer");
-    s.group_size = g->get<int>();
-  }
+  read_int_field(j, "bits", s.bits, where);
+  read_int_field(j, "group_size", s.group_size, where);
   if (!is_supported_affine(s))
     throw std::invalid_argument(where + ": unsupported affine bits=" + std::to_string(s.bits) +
                                 " group_size=" + std::to_string(s.group_size));
@@ -58,12 +72,14 @@ bool is_supported_affine(const AffineSpec& s) {
 
 void unpack_affine_codes(std::span<const std::uint32_t> packed, std::size_t rows, std::size_t cols, int bits,
                          std::span<std::uint8_t> codes) {
-  if (bits < 1 || bits > 8 || (cols * static_cast<std::size_t>(bits)) % 32 != 0)
+  if (bits < 1 || bits > 8 || shape_product(cols, static_cast<std::size_t>(bits), "unpack_affine_codes") % 32 != 0)
     throw std::invalid_argument("unpack_affine_codes: a row of " + std::to_string(cols) + " " +
                                 std::to_string(bits) + "-bit codes does not fill whole 32-bit words");
   const std::size_t words_per_row = cols * static_cast<std::size_t>(bits) / 32;
-  if (packed.size() != rows * words_per_row || codes.size() != rows * cols)
+  if (packed.size() != shape_product(rows, words_per_row, "unpack_affine_codes") ||
+      codes.size() != shape_product(rows, cols, "unpack_affine_codes"))
     throw std::invalid_argument("unpack_affine_codes: buffer sizes do not match the shape");
+  if (codes.empty()) return;  // rows x 0 (or 0 x cols): nothing to do, however large the other side
   const std::uint32_t mask = (1u << bits) - 1u;
   for (std::size_t r = 0; r < rows; ++r) {
     const std::uint32_t* row = packed.data() + r * words_per_row;
@@ -86,8 +102,12 @@ void dequantize_affine(std::span<const std::uint32_t> packed, std::span<const st
   if (cols % g != 0) throw std::invalid_argument("dequantize_affine: row length is not a multiple of the group");
   const std::size_t groups = cols / g;
   const std::size_t fb = float_bytes(ft);
-  if (scales.size() != rows * groups * fb || biases.size() != rows * groups * fb || out.size() != rows * cols)
+  const std::size_t scale_bytes =
+      shape_product(shape_product(rows, groups, "dequantize_affine"), fb, "dequantize_affine");
+  if (scales.size() != scale_bytes || biases.size() != scale_bytes ||
+      out.size() != shape_product(rows, cols, "dequantize_affine"))
     throw std::invalid_argument("dequantize_affine: scales, biases or output size does not match the shape");
+  if (out.empty()) return;  // rows x 0 (or 0 x cols): nothing to do, however large the other side
   std::vector<std::uint8_t> codes(rows * cols);
   unpack_affine_codes(packed, rows, cols, spec.bits, codes);
   for (std::size_t r = 0; r < rows; ++r) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <unordered_set>
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint_error.h"
@@ -113,15 +114,27 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::uint8_t> bytes, 
   }
   if (n < 2 || bytes[8] != '{') throw CheckpointError(file, "header does not start with '{' (not safetensors)");
   const auto* text = reinterpret_cast<const char*>(bytes.data() + 8);
-  nlohmann::json j = nlohmann::json::parse(text, text + n, nullptr, /*allow_exceptions=*/false);
+  // JSON objects keep only the last of repeated keys; a tensor named twice would otherwise surface as a
+  // misleading "gap" or pass unnoticed, so repeated top-level keys are caught while parsing.
+  std::unordered_set<std::string> keys;
+  std::string repeated;
+  auto note_key = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (depth == 1 && event == nlohmann::json::parse_event_t::key && repeated.empty() && parsed.is_string() &&
+        !keys.insert(parsed.get<std::string>()).second)
+      repeated = parsed.get<std::string>();
+    return true;
+  };
+  nlohmann::json j = nlohmann::json::parse(text, text + n, note_key, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw CheckpointError(file, "header is not valid JSON");
   if (!j.is_object()) throw CheckpointError(file, "header is not a JSON object");
+  if (!repeated.empty()) throw CheckpointError(file, "header names '" + repeated + "' more than once");
 
   SafetensorsHeader h;
   h.data_start = 8 + n;
   const std::uint64_t buffer_size = bytes.size() - h.data_start;
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() == "__metadata__") {
+      if (it->is_null()) continue;  // what mx.save_safetensors writes without metadata; the Rust reader allows it
       if (!it->is_object()) throw CheckpointError(file, "__metadata__ is not an object");
       for (auto m = it->begin(); m != it->end(); ++m) {
         if (!m->is_string()) throw CheckpointError(file, "__metadata__ value of '" + m.key() + "' is not a string");

@@ -1,0 +1,360 @@
+"""`tensorfold info`, `--version`, `models`, and the not-yet-implemented commands.
+
+`info` output is parsed line by line ("key<spaces>value") and compared field by field; the embedded
+GGUF's numbers are also checked against what the `gguf` package reads from the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from ._builders import (
+    assert_clean_failure,
+    one,
+    parse_info,
+    st_bytes,
+    st_entry,
+    write_hf_dir,
+)
+
+SMOLLM2 = {
+    "format": "gguf",
+    "architecture": "llama",
+    "layers": "30",
+    "hidden size": "576",
+    "ffn size": "1536",
+    "heads": "9 / 3 kv",
+    "head dim": "64",
+    "vocab": "49152",
+    "context": "8192",
+    "quantization": "Q4_1",
+    "tokenizer": "gpt2 (GGUF)",
+    "chat template": "yes",
+}
+
+
+def env_with(**overrides) -> dict:
+    env = dict(os.environ)
+    for k, v in overrides.items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = str(v)
+    return env
+
+
+def info_ok(tensorfold, *args, env=None) -> dict[str, list[str]]:
+    r = tensorfold("info", *args, env=env)
+    assert r.returncode == 0, f"info {args} exited {r.returncode}: {r.stderr}"
+    assert r.stderr == "", r.stderr
+    return parse_info(r.stdout)
+
+
+# ---- the embedded GGUF ---------------------------------------------------------------------------
+
+
+def assert_smollm2(info: dict[str, list[str]], path: Path) -> None:
+    assert one(info, "path") == str(path)
+    for key, value in SMOLLM2.items():
+        assert one(info, key) == value, f"{key}: {one(info, key)!r} != {value!r}"
+    m = re.fullmatch(r"(\d+) \((.*)\)", one(info, "tensors"))
+    assert m, one(info, "tensors")
+    counts = dict((t, int(n)) for t, n in (x.split(" ") for x in m.group(2).split(", ")))
+    assert counts == {"F32": 61, "Q4_1": 210, "Q8_0": 1} and int(m.group(1)) == 272
+    assert "override" not in info
+
+
+def test_info_on_the_embedded_gguf(tensorfold, default_model_path):
+    assert_smollm2(info_ok(tensorfold, default_model_path), default_model_path)
+
+
+def test_info_agrees_with_the_gguf_package(tensorfold, default_model_path, default_model_reader):
+    """Tensor counts, weight bytes and KV size recomputed from what gguf.GGUFReader reads."""
+    reader = default_model_reader
+    info = info_ok(tensorfold, default_model_path)
+    types: dict[str, int] = {}
+    for t in reader.tensors:
+        types[t.tensor_type.name] = types.get(t.tensor_type.name, 0) + 1
+    total = sum(int(t.n_bytes) for t in reader.tensors)
+    assert one(info, "tensors") == f"{len(reader.tensors)} (" + ", ".join(f"{k} {v}" for k, v in sorted(types.items())) + ")"
+    assert one(info, "weights").endswith(f"({total} bytes)")
+
+    def field(key):
+        return int(reader.fields[key].parts[reader.fields[key].data[0]][0])
+
+    assert one(info, "layers") == str(field("llama.block_count"))
+    assert one(info, "context") == str(field("llama.context_length"))
+    assert one(info, "vocab") == str(len(reader.fields["tokenizer.ggml.tokens"].data))
+    layers, kv = field("llama.block_count"), field("llama.attention.head_count_kv")
+    head_dim = field("llama.embedding_length") // field("llama.attention.head_count")
+    per_token = 2 * layers * kv * head_dim * 2  # K and V, f16
+    assert per_token == 23040
+    assert one(info, "kv cache") == "22.5 KiB per token (f16)"
+
+
+def test_info_without_argument_reads_the_default_model(tensorfold, default_model_path):
+    explicit = info_ok(tensorfold, default_model_path)
+    implicit = info_ok(tensorfold)
+    assert implicit == explicit
+
+
+def test_info_default_model_follows_tensorfold_home(tensorfold, default_model_path, tmp_path):
+    home = tmp_path / "models"
+    home.mkdir()
+    (home / default_model_path.name).symlink_to(default_model_path)
+    info = info_ok(tensorfold, env=env_with(TENSORFOLD_HOME=home))
+    assert_smollm2(info, home / default_model_path.name)
+
+
+def test_info_default_model_missing(tensorfold, tmp_path):
+    home = tmp_path / "empty-cache"
+    home.mkdir()
+    r = tensorfold("info", env=env_with(TENSORFOLD_HOME=home))
+    assert_clean_failure(r, home / "SmolLM2-135M-Instruct.Q4_1.gguf", "scripts/fetch_default_model.sh")
+
+
+def test_info_on_a_vocab_only_gguf(tensorfold, tmp_path):
+    """A GGUF with metadata and a vocabulary but no tensors (as GGUFWriter writes it) is readable."""
+    import gguf
+
+    path = tmp_path / "vocab-only.gguf"
+    w = gguf.GGUFWriter(str(path), arch="llama")
+    w.add_block_count(2)
+    w.add_context_length(512)
+    w.add_embedding_length(64)
+    w.add_head_count(4)
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list([f"tok{i}" for i in range(100)])
+    w.add_token_types([1] * 100)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    info = info_ok(tensorfold, path)
+    assert one(info, "architecture") == "llama"
+    assert one(info, "layers") == "2"
+    assert one(info, "context") == "512"
+    assert one(info, "vocab") == "100"
+    assert one(info, "tokenizer") == "gpt2 (GGUF)"
+    assert one(info, "tensors").startswith("0 ")
+    assert one(info, "weights") == "0 B (0 bytes)"
+
+
+# ---- checkpoint directories ----------------------------------------------------------------------
+
+TINY_CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "num_hidden_layers": 2,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 256,
+    "max_position_embeddings": 1024,
+    "torch_dtype": "bfloat16",
+}
+
+
+def tiny_bf16_tensors() -> dict[str, tuple[str, list[int]]]:
+    return {
+        "model.embed_tokens.weight": ("BF16", [256, 64]),
+        "model.layers.0.self_attn.q_proj.weight": ("BF16", [64, 64]),
+        "model.layers.0.mlp.down_proj.weight": ("BF16", [64, 128]),
+        "model.norm.weight": ("BF16", [64]),
+    }
+
+
+def st_of(tensors: dict[str, tuple[str, list[int]]], metadata=None) -> bytes:
+    size = {"BF16": 2, "F16": 2, "F32": 4, "U32": 4}
+    header, off = {}, 0
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, (dtype, shape) in tensors.items():
+        n = size[dtype]
+        for d in shape:
+            n *= d
+        header[name] = st_entry(dtype, shape, off, off + n)
+        off += n
+    return st_bytes(header, bytes(off))
+
+
+def test_info_on_a_tiny_bf16_checkpoint(tensorfold, make_dir):
+    tensors = tiny_bf16_tensors()
+    d = write_hf_dir(
+        make_dir("tiny"),
+        TINY_CONFIG,
+        {"model.safetensors": st_of(tensors, {"format": "pt"}), "tokenizer.json": "{}", "chat_template.jinja": "{{ x }}"},
+    )
+    info = info_ok(tensorfold, d)
+    expected = {
+        "path": str(d),
+        "format": "safetensors",
+        "architecture": "llama",
+        "name": "LlamaForCausalLM",
+        "layers": "2",
+        "hidden size": "64",
+        "ffn size": "128",
+        "heads": "4 / 2 kv",
+        "head dim": "16",
+        "vocab": "256",
+        "context": "1024",
+        "quantization": "BF16",
+        "tensors": "4 (BF16 4)",
+        "tokenizer": "tokenizer.json",
+        "chat template": "yes",
+        "kv cache": "256 B per token (f16)",  # K and V x 2 layers x 2 kv heads x head dim 16 x 2 bytes
+    }
+    for key, value in expected.items():
+        assert one(info, key) == value, f"{key}: {one(info, key)!r} != {value!r}"
+    total = 2 * (256 * 64 + 64 * 64 + 64 * 128 + 64)
+    assert one(info, "weights").endswith(f"({total} bytes)")
+    assert "override" not in info
+
+
+def test_info_reads_text_config_and_null_metadata(tensorfold, make_dir):
+    """A multimodal config keeps the language model's numbers under text_config; a safetensors header
+    with "__metadata__": null (what mx.save_safetensors writes without metadata) is valid."""
+    config = {"model_type": "qwen3_5", "text_config": {**TINY_CONFIG, "num_hidden_layers": 5, "hidden_size": 32}}
+    d = write_hf_dir(make_dir("mm"), config, {"model.safetensors": st_of(tiny_bf16_tensors(), None)})
+    raw = (d / "model.safetensors").read_bytes()
+    header = json.loads(raw[8 : 8 + int.from_bytes(raw[:8], "little")])
+    header = {"__metadata__": None, **header}
+    (d / "model.safetensors").write_bytes(st_bytes(header, raw[8 + int.from_bytes(raw[:8], "little") :]))
+    info = info_ok(tensorfold, d)
+    assert one(info, "architecture") == "qwen3_5"
+    assert one(info, "layers") == "5"
+    assert one(info, "hidden size") == "32"
+    assert one(info, "tokenizer") == "none found"
+    assert one(info, "chat template") == "no"
+
+
+def mlx_dir(make_dir, quantization: dict):
+    tensors = {
+        "model.embed_tokens.weight": ("U32", [256, 8]),  # 4-bit: 64 columns in 8 words
+        "model.embed_tokens.scales": ("BF16", [256, 1]),
+        "model.embed_tokens.biases": ("BF16", [256, 1]),
+        "model.layers.0.mlp.down_proj.weight": ("U32", [64, 32]),  # 8-bit: 128 columns in 32 words
+        "model.layers.0.mlp.down_proj.scales": ("BF16", [64, 2]),
+        "model.layers.0.mlp.down_proj.biases": ("BF16", [64, 2]),
+        "lm_head.weight": ("BF16", [256, 64]),
+    }
+    config = {**TINY_CONFIG, "quantization": quantization, "quantization_config": quantization}
+    return write_hf_dir(make_dir("mlx"), config, {"model.safetensors": st_of(tensors, {"format": "mlx"})})
+
+
+def test_info_on_an_mlx_checkpoint_shows_bits_group_and_overrides(tensorfold, make_dir):
+    q = {"group_size": 64, "bits": 4, "model.layers.0.mlp.down_proj": {"group_size": 64, "bits": 8}, "lm_head": False}
+    info = info_ok(tensorfold, mlx_dir(make_dir, q))
+    assert one(info, "quantization") == "MLX affine 4-bit, group 64"
+    assert sorted(info["override"]) == ["lm_head: not quantized", "model.layers.0.mlp.down_proj: 8-bit g64"]
+    m = re.fullmatch(r"7 \((.*)\)", one(info, "tensors"))
+    assert m and sorted(m.group(1).split(", ")) == ["BF16 5", "U32 2"], one(info, "tensors")
+
+
+@pytest.mark.parametrize("bits,group", [(2, 32), (3, 128), (5, 64), (6, 32), (8, 128)])
+def test_info_on_mlx_checkpoints_of_other_widths(bits, group, tensorfold, make_dir):
+    info = info_ok(tensorfold, mlx_dir(make_dir, {"group_size": group, "bits": bits, "mode": "affine"}))
+    assert one(info, "quantization") == f"MLX affine {bits}-bit, group {group}"
+    assert "override" not in info
+
+
+def test_info_on_a_foreign_quantization_config(tensorfold, make_dir):
+    config = {**TINY_CONFIG, "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}
+    d = write_hf_dir(make_dir("fp8"), config, {"model.safetensors": st_of(tiny_bf16_tensors())})
+    assert one(info_ok(tensorfold, d), "quantization") == '"fp8" (not read yet)'
+
+
+def test_info_on_a_sharded_checkpoint(tensorfold, make_dir):
+    tensors = tiny_bf16_tensors()
+    names = list(tensors)
+    first, second = {n: tensors[n] for n in names[:2]}, {n: tensors[n] for n in names[2:]}
+    weight_map = {n: "model-00001-of-00002.safetensors" for n in first}
+    weight_map.update({n: "model-00002-of-00002.safetensors" for n in second})
+    d = write_hf_dir(
+        make_dir("sharded"),
+        TINY_CONFIG,
+        {
+            "model-00001-of-00002.safetensors": st_of(first),
+            "model-00002-of-00002.safetensors": st_of(second),
+            "model.safetensors.index.json": json.dumps({"metadata": {}, "weight_map": weight_map}),
+        },
+    )
+    info = info_ok(tensorfold, d)
+    assert one(info, "tensors") == "4 (BF16 4)"
+
+
+# ---- other commands ------------------------------------------------------------------------------
+
+
+def cmake_option(build_dir: Path, name: str) -> bool:
+    cache = (build_dir / "CMakeCache.txt").read_text()
+    m = re.search(rf"^{name}:BOOL=(\w+)$", cache, re.M)
+    assert m, f"{name} not in {build_dir}/CMakeCache.txt"
+    return m.group(1).upper() in ("ON", "TRUE", "1", "YES")
+
+
+def test_version_lists_the_compiled_backends(tensorfold, build_dir):
+    r = tensorfold("--version")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 2, r.stdout
+    assert re.fullmatch(r"tensorfold \d+\.\d+\.\d+", lines[0]), lines[0]
+    project_version = re.search(r'^version = "([^"]+)"', (Path(__file__).parents[2] / "pyproject.toml").read_text(), re.M)
+    assert lines[0] == f"tensorfold {project_version.group(1)}"
+    assert lines[1].startswith("backends: ")
+    listed = lines[1][len("backends: ") :]
+    expected = [b for b in ("mlx", "cuda") if cmake_option(build_dir, f"TENSORFOLD_{b.upper()}")]
+    if not expected:
+        assert listed == "none"
+        return
+    found = re.findall(r"(\w+) \(([^)]*)\)", listed)
+    assert ", ".join(f"{n} ({v})" for n, v in found) == listed, f"unparsable backend list {listed!r}"
+    assert [n for n, _ in found] == expected
+    versions = dict(found)
+    if "mlx" in versions:
+        import mlx.core as mx
+
+        assert versions["mlx"].split(",")[0] == mx.__version__, versions["mlx"]
+    if "cuda" in versions:
+        assert re.fullmatch(r"\d+\.\d+", versions["cuda"]), versions["cuda"]
+
+
+def test_models_prints_a_table(tensorfold, tmp_path):
+    r = tensorfold("models", env=env_with(TENSORFOLD_HOME=tmp_path / "cache"))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    header = lines[0].split()
+    assert header == ["FAMILY", "MODEL_TYPE", "CHECKPOINT", "FORMAT", "STATUS"]
+    starts = [lines[0].index(h) for h in header]
+    rows = []
+    for line in lines[1:]:
+        if not line.strip():
+            break
+        cells = [line[a:b].strip() for a, b in zip(starts, starts[1:] + [None])]
+        assert all(cells), f"empty cell in {line!r}"
+        rows.append(cells)
+    assert len(rows) >= 2
+    assert ["llama", "llama", "SmolLM2-135M-Instruct (embedded default)", "GGUF Q4_1"] == rows[0][:4]
+    assert lines[-1] == f"model cache: {tmp_path / 'cache'}"
+
+
+@pytest.mark.parametrize("args", [["serve"], ["pull", "HuggingFaceTB/SmolLM2-135M-Instruct"], ["update"]],
+                         ids=["serve", "pull", "update"])
+def test_unimplemented_commands_exit_2(args, tensorfold, default_model_path):
+    r = tensorfold(*args)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stdout == ""
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith(f"tensorfold {args[0]}: "), r.stderr
+    assert "not implemented" in r.stderr
+
+
+def test_no_subcommand_is_a_usage_error(tensorfold):
+    r = tensorfold()
+    assert r.returncode not in (0, 1) and r.returncode > 0, r.returncode
+    assert "serve" in (r.stdout + r.stderr) or "subcommand" in (r.stdout + r.stderr).lower()
