@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(cmake ninja-build g++ clang ccache pkg-config python3-venv
   libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libcurl4-openssl-dev
-  libpcre2-dev libutf8proc-dev libzstd-dev libxxhash-dev libgtest-dev unzip)
+  libpcre2-dev libutf8proc-dev libzstd-dev libxxhash-dev libgtest-dev libopenblas-dev unzip)
 
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then

@@ -20,6 +20,9 @@ Command add_info_command(CLI::App& app);
 Command add_models_command(CLI::App& app);
 Command add_pull_command(CLI::App& app);
 Command add_update_command(CLI::App& app);
+Command add_tokenize_command(CLI::App& app);
+Command add_detokenize_command(CLI::App& app);
+Command add_template_command(CLI::App& app);
 
 // MODEL as given, or the embedded default when empty; throws CheckpointError saying how to fetch the
 // default when it is missing.

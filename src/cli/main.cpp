@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
       tf::cli::add_info_command(app),
       tf::cli::add_pull_command(app),
       tf::cli::add_update_command(app),
+      tf::cli::add_tokenize_command(app),
+      tf::cli::add_detokenize_command(app),
+      tf::cli::add_template_command(app),
   };
 
   try {

@@ -1,31 +1,255 @@
+// `tensorfold serve [MODEL]`: binds the HTTP API, loads the engine, prints one startup report, and serves
+// until SIGINT or SIGTERM.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/model_summary.h"
 #include "cli/commands.h"
+#include "engine/engine.h"
+#include "server/engine_service.h"
+#include "server/http_server.h"
+#include "tensorfold/version.h"
 
 namespace tf::cli {
 
+namespace {
+
+struct ServeFlags {
+  std::string model;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string name;
+  std::vector<std::string> aliases;
+  std::int64_t context = 0;
+  std::int64_t max_tokens = 4096;
+  std::optional<double> temperature, top_p, min_p;
+  std::optional<int> top_k;
+  std::string backend = "auto";
+  std::vector<std::string> api_keys;
+  std::string chat_template;
+  bool no_drafts = false;
+  std::string drafter = "auto";
+  int max_drafts = 8;
+};
+
+// SIGINT/SIGTERM are caught by a handler that only writes the signal number to a pipe (async-signal-safe, and
+// whichever thread the kernel picks, including threads libraries started before us); one thread reads the
+// pipe and asks for a clean stop.
+int g_signal_pipe[2] = {-1, -1};
+
+extern "C" void on_shutdown_signal(int sig) {
+  const int saved = errno;
+  const unsigned char b = static_cast<unsigned char>(sig);
+  [[maybe_unused]] auto n = write(g_signal_pipe[1], &b, 1);
+  errno = saved;
+}
+
+class ShutdownSignal {
+ public:
+  ShutdownSignal() {
+    signal(SIGPIPE, SIG_IGN);  // a client that leaves mid-write is a failed write, not a dead server
+    if (pipe(g_signal_pipe) != 0) return;  // no pipe: the default actions stay (the process just ends)
+    fcntl(g_signal_pipe[0], F_SETFD, FD_CLOEXEC);
+    fcntl(g_signal_pipe[1], F_SETFD, FD_CLOEXEC);
+    struct sigaction sa {};
+    sa.sa_handler = on_shutdown_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    std::thread([this] { wait_loop(); }).detach();
+  }
+  void set_ready() {
+    std::lock_guard lock(mu_);
+    ready_ = true;
+  }
+  // Waits until a signal came (true) or `timeout` passed (false).
+  bool wait_for(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return requested_; });
+  }
+
+ private:
+  void wait_loop() {
+    for (;;) {
+      unsigned char b = 0;
+      const auto n = read(g_signal_pipe[0], &b, 1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+      std::lock_guard lock(mu_);
+      if (!ready_ || requested_) {
+        // Still loading (nothing to finish cleanly), or a second signal while stopping: leave now.
+        std::fputs(requested_ ? "tensorfold serve: stopping now\n" : "tensorfold serve: interrupted while loading\n",
+                   stderr);
+        std::_Exit(130);
+      }
+      requested_ = true;
+      cv_.notify_all();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool ready_ = false, requested_ = false;
+};
+
+std::string url_host(const std::string& host) {
+  return host.find(':') != std::string::npos ? "[" + host + "]" : host;
+}
+
+std::string mib(std::size_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+std::string startup_report(const ServeFlags& f, const std::string& path, const server::HttpServer& srv,
+                           const server::ServerOptions& so, const Engine& engine) {
+  const auto& info = engine.model_info();
+  const auto& s = engine.default_sampling();
+  std::string extras;
+  if (!so.names.aliases.empty()) extras += "; aliases: " + join(so.names.aliases);
+  if (!so.api_keys.empty()) extras += "; API key required";
+  return fmt::format(
+      "tensorfold {} serve\n"
+      "  model     {} ({})\n"
+      "  family    {} (architecture {}, vocabulary {})\n"
+      "  backend   {}\n"
+      "  weights   {} bytes ({})\n"
+      "  context   {} tokens; a reply without max_tokens stops after {}\n"
+      "  sampling  temperature {}, top_p {}, top_k {}, min_p {} (checkpoint defaults, then flags)\n"
+      "  drafting  {}\n"
+      "  serving   http://{}:{}/v1{}\n",
+      kVersion, so.names.id, path, info.family, info.architecture, info.vocab, engine.backend_name(),
+      info.weight_bytes, mib(info.weight_bytes), engine.context_length(),
+      f.max_tokens > 0 ? fmt::format("{} tokens", f.max_tokens) : std::string("the context end"), s.temperature,
+      s.top_p, s.top_k, s.min_p, engine.drafting_summary(), url_host(f.host), srv.port(), extras);
+}
+
+int run_serve(const ServeFlags& f) {
+  std::string path;
+  try {
+    path = resolve_model_path(f.model);
+    summarize_model(path);  // a bad checkpoint fails here, in one line, before anything listens
+  } catch (const CheckpointError& e) {
+    fmt::print(stderr, "tensorfold serve: {}\n", e.what());
+    return 1;
+  }
+
+  ShutdownSignal signals;
+
+  server::ServerOptions so;
+  so.host = f.host;
+  so.port = f.port;
+  so.names = {server::served_model_id(f.name, path), f.aliases};
+  so.api_keys = f.api_keys;
+  so.default_max_tokens = f.max_tokens;
+  so.system_fingerprint = fmt::format("fp_tensorfold_{}", kVersion);
+  server::HttpServer srv(so);
+  try {
+    srv.bind();
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tensorfold serve: {}\n", e.what());
+    return 1;
+  }
+  srv.start();  // /health says "loading" and /v1/* answers 503 until the engine is ready
+
+  EngineOptions eo;
+  eo.model_path = path;
+  eo.backend = f.backend;
+  eo.context = f.context;
+  eo.chat_template_file = f.chat_template;
+  if (f.temperature) eo.temperature = static_cast<float>(*f.temperature);
+  if (f.top_p) eo.top_p = static_cast<float>(*f.top_p);
+  if (f.min_p) eo.min_p = static_cast<float>(*f.min_p);
+  eo.top_k = f.top_k;
+  eo.drafter = f.no_drafts ? "none" : f.drafter;
+  eo.max_drafts = f.max_drafts;
+  std::unique_ptr<Engine> engine;
+  try {
+    engine = std::make_unique<Engine>(eo);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tensorfold serve: {}\n", e.what());
+    srv.stop();
+    return 1;
+  }
+  server::EngineService service(*engine);
+  srv.set_service(&service, fmt::format("fp_tensorfold_{}_{}", kVersion, engine->backend_name()));
+  signals.set_ready();
+  fmt::print("{}", startup_report(f, path, srv, so, *engine));
+  std::fflush(stdout);
+
+  int code = 0;
+  while (!signals.wait_for(std::chrono::milliseconds(500))) {
+    if (!srv.running()) {
+      fmt::print(stderr, "tensorfold serve: the HTTP server stopped unexpectedly\n");
+      code = 1;
+      break;
+    }
+  }
+  srv.stop();     // cancels running generations, closes the listener, joins the connection threads
+  engine.reset();  // stops the engine's worker
+  if (code == 0) fmt::print(stderr, "tensorfold serve: stopped\n");
+  return code;
+}
+
+}  // namespace
+
 Command add_serve_command(CLI::App& app) {
-  auto model = std::make_shared<std::string>();
-  auto* sub = app.add_subcommand("serve", "Serve MODEL (default: the embedded SmolLM2-135M-Instruct) on "
-                                          "http://127.0.0.1:8080/v1 (not implemented yet)");
-  sub->add_option("model", *model, "GGUF file or checkpoint directory");
-  return {sub, [model] {
-            try {
-              const ModelSummary s = summarize_model(resolve_model_path(*model));
-              fmt::print(stderr,
-                         "tensorfold serve: {} ({}, {} layers, {}) is readable, but serving is not implemented "
-                         "yet (the vertical-slice issue #4 brings the engine and the HTTP API).\n",
-                         s.path, s.architecture, s.layers, s.quantization);
-              return 2;
-            } catch (const CheckpointError& e) {
-              fmt::print(stderr, "tensorfold serve: {}\n", e.what());
-              return 1;
-            }
-          }};
+  auto f = std::make_shared<ServeFlags>();
+  auto* sub = app.add_subcommand("serve", "Serve MODEL (default: the embedded SmolLM2-135M-Instruct) over an "
+                                          "OpenAI-compatible HTTP API on http://127.0.0.1:8080/v1");
+  sub->add_option("model", f->model, "GGUF file or checkpoint directory (default: the embedded model)");
+  sub->add_option("--host", f->host, "Address to listen on")->capture_default_str();
+  sub->add_option("--port", f->port, "Port to listen on (0: any free port)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  sub->add_option("--name", f->name, "The model id clients use (default: the checkpoint's file or directory name)");
+  sub->add_option("--alias", f->aliases, "Another name clients may use for the model (repeatable)")
+      ->allow_extra_args(false);
+  sub->add_option("--context", f->context, "Context length in tokens (default: the checkpoint's)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--max-tokens", f->max_tokens,
+                  "Generation limit for requests that set none (clipped to the context end; 0: the context end)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_option("--temperature", f->temperature, "Default temperature (default: the checkpoint's)")
+      ->check(CLI::Range(0.0, 2.0));
+  sub->add_option("--top-p", f->top_p, "Default top-p (default: the checkpoint's)")->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--top-k", f->top_k, "Default top-k, 0 for off (default: the checkpoint's)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--min-p", f->min_p, "Default min-p (default: the checkpoint's)")->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--backend", f->backend, "Compute backend")
+      ->check(CLI::IsMember({"auto", "mlx", "cuda"}))
+      ->capture_default_str();
+  sub->add_option("--api-key", f->api_keys,
+                  "Require 'Authorization: Bearer KEY' on /v1/* (repeatable; /health stays open)")
+      ->allow_extra_args(false);
+  sub->add_option("--drafter", f->drafter, "Draft source for exact speculative decoding: auto, none or copies")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "none", "copies"}));
+  sub->add_option("--max-drafts", f->max_drafts, "Most tokens drafted per round (the load-time row check may lower it)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 15));
+  sub->add_flag("--no-drafts", f->no_drafts, "Decode serially: never draft (same output, bit for bit)");
+  sub->add_option("--chat-template", f->chat_template, "Jinja chat template file replacing the checkpoint's")
+      ->check(CLI::ExistingFile);
+  return {sub, [f] { return run_serve(*f); }};
 }
 
 }  // namespace tf::cli

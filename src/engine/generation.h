@@ -29,6 +29,9 @@ struct GenerationResult {
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;
   std::int64_t cached_tokens = 0;
+  // Drafting counters: tokens proposed, proposals accepted, forward rounds of the decode loop.
+  std::int64_t drafted = 0, accepted = 0, rounds = 0;
+  std::vector<std::int32_t> token_ids;  // every generated token, in order (stop strings included)
   std::string error;  // set when finish == Error
 };
 

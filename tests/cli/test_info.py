@@ -344,8 +344,8 @@ def test_models_prints_a_table(tensorfold, tmp_path):
     assert lines[-1] == f"model cache: {tmp_path / 'cache'}"
 
 
-@pytest.mark.parametrize("args", [["serve"], ["pull", "HuggingFaceTB/SmolLM2-135M-Instruct"], ["update"]],
-                         ids=["serve", "pull", "update"])
+@pytest.mark.parametrize("args", [["pull", "HuggingFaceTB/SmolLM2-135M-Instruct"], ["update"]],
+                         ids=["pull", "update"])
 def test_unimplemented_commands_exit_2(args, tensorfold, default_model_path):
     r = tensorfold(*args)
     assert r.returncode == 2, (r.returncode, r.stderr)

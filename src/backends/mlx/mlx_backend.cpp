@@ -2,6 +2,9 @@
 
 #include <mlx/mlx.h>
 
+#include "backends/mlx/kernels/invariant_attention.h"
+#include "backends/mlx/kernels/invariant_matmul.h"
+
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -22,6 +25,22 @@ const mx::array& arr(const Tensor& t) {
   return impl->array;
 }
 Tensor wrap(mx::array a) { return Tensor(std::make_shared<MlxTensor>(std::move(a))); }
+
+// Decode and verify windows up to this many rows take the row-invariant kernels (kernels/), so a row's
+// logits are the same bits alone and inside a window; longer (prefill) chunks take MLX's BLAS path.
+constexpr int kInvariantRows = 16;
+
+// Evaluates `a` as a row-major float32 host array.
+mx::array host_f32(const mx::array& a) {
+  auto c = mx::contiguous(mx::astype(a, mx::float32));
+  mx::eval(c);
+  return c;
+}
+
+// A new float32 MLX array over a host buffer that the array owns.
+mx::array adopt(float* data, mx::Shape shape) {
+  return mx::array(data, std::move(shape), mx::float32, [](void* p) { delete[] static_cast<float*>(p); });
+}
 
 mx::Dtype mlx_dtype(HostDType d) {
   switch (d) {
@@ -56,6 +75,11 @@ class MlxKvCache final : public KvCache {
     for (const auto& k : keys_)
       if (k) n += 2 * k->nbytes();
     return n;
+  }
+
+  // The whole buffers of a layer, [1, kv_heads, capacity, head_dim].
+  std::pair<mx::array&, mx::array&> buffers(int layer) {
+    return {*keys_[static_cast<std::size_t>(layer)], *values_[static_cast<std::size_t>(layer)]};
   }
 
   // Stores k, v [1, kv_heads, n, head_dim] at `start` of `layer`; returns views over 0 .. start + n.
@@ -96,6 +120,11 @@ class MlxKvCache final : public KvCache {
 
 class MlxBackend final : public Backend {
  public:
+  // MLX's CPU quantized matmul is far slower than its float32 BLAS path (tens of times at prefill; measured
+  // in docs/benchmarks.md), so on the CPU quantized weights are dequantized once at load. Metal keeps them
+  // quantized.
+  MlxBackend() : dequantize_at_load_(!mx::is_available(mx::Device::gpu)) {}
+
   std::string name() const override { return "mlx"; }
 
   DeviceWeight upload(const HostWeight& w) override {
@@ -107,12 +136,19 @@ class MlxBackend final : public Backend {
       // Dense weights are held as float32: activations are float32 and MLX's CPU path is fastest there.
       d.data = wrap(mx::astype(from_bytes(w.data, {rows, cols}, mlx_dtype(w.dtype)), mx::float32));
     } else {
-      d.bits = w.bits;
-      d.group_size = w.group_size;
-      d.data = wrap(from_bytes(w.data, {rows, cols * w.bits / 32}, mx::uint32));
       const int groups = cols / w.group_size;
-      d.scales = wrap(mx::astype(from_bytes(w.scales, {rows, groups}, mlx_dtype(w.dtype)), mx::float32));
-      d.biases = wrap(mx::astype(from_bytes(w.biases, {rows, groups}, mlx_dtype(w.dtype)), mx::float32));
+      auto packed = from_bytes(w.data, {rows, cols * w.bits / 32}, mx::uint32);
+      auto scales = mx::astype(from_bytes(w.scales, {rows, groups}, mlx_dtype(w.dtype)), mx::float32);
+      auto biases = mx::astype(from_bytes(w.biases, {rows, groups}, mlx_dtype(w.dtype)), mx::float32);
+      if (dequantize_at_load_) {
+        d.data = wrap(mx::dequantize(packed, scales, biases, w.group_size, w.bits));
+      } else {
+        d.bits = w.bits;
+        d.group_size = w.group_size;
+        d.data = wrap(packed);
+        d.scales = wrap(scales);
+        d.biases = wrap(biases);
+      }
     }
     std::vector<mx::array> to_eval = {arr(d.data)};
     if (d.quantized()) to_eval.insert(to_eval.end(), {arr(d.scales), arr(d.biases)});
@@ -138,6 +174,13 @@ class MlxBackend final : public Backend {
   }
 
   Tensor linear(const Tensor& x, const DeviceWeight& w) override {
+    const int rows = arr(x).shape(0);
+    if (!w.quantized() && rows <= kInvariantRows) {
+      const auto xs = host_f32(arr(x));
+      auto* y = new float[static_cast<std::size_t>(rows * w.rows)];
+      invariant_matmul(xs.data<float>(), rows, arr(w.data).data<float>(), w.rows, w.cols, y);
+      return wrap(adopt(y, {rows, static_cast<int>(w.rows)}));
+    }
     if (!w.quantized()) return wrap(mx::matmul(arr(x), mx::transpose(arr(w.data))));
     return wrap(mx::quantized_matmul(arr(x), arr(w.data), arr(w.scales), arr(w.biases), /*transpose=*/true,
                                      w.group_size, w.bits));
@@ -175,9 +218,18 @@ class MlxBackend final : public Backend {
     auto heads_first = [n](const mx::array& a, int heads, int d) {
       return mx::transpose(mx::reshape(a, {1, n, heads, d}), {0, 2, 1, 3});
     };
-    auto qh = heads_first(arr(q), spec.heads, spec.head_dim);
     auto [K, V] = c.write(layer, heads_first(arr(k), spec.kv_heads, spec.head_dim),
                           heads_first(arr(v), spec.kv_heads, spec.head_dim), start);
+    if (n <= kInvariantRows) {
+      const auto& [Kfull, Vfull] = c.buffers(layer);
+      mx::eval(Kfull, Vfull);
+      const auto qs = host_f32(arr(q));
+      auto* o = new float[static_cast<std::size_t>(n * spec.heads * spec.head_dim)];
+      invariant_attention(qs.data<float>(), n, start, Kfull.data<float>(), Vfull.data<float>(), Kfull.shape(2),
+                          AttentionShape{spec.heads, spec.kv_heads, spec.head_dim, spec.scale}, o);
+      return wrap(adopt(o, {n, spec.heads * spec.head_dim}));
+    }
+    auto qh = heads_first(arr(q), spec.heads, spec.head_dim);
     auto o = mx::fast::scaled_dot_product_attention(qh, K, V, spec.scale, n > 1 ? "causal" : "");
     return wrap(mx::reshape(mx::transpose(o, {0, 2, 1, 3}), {n, spec.heads * spec.head_dim}));
   }
@@ -195,6 +247,9 @@ class MlxBackend final : public Backend {
     const float* p = a.data<float>();
     return std::vector<float>(p, p + a.size());
   }
+
+ private:
+  bool dequantize_at_load_;
 };
 
 }  // namespace

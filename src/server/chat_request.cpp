@@ -1,0 +1,140 @@
+#include "server/chat_request.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "server/api_error.h"
+
+namespace tf::server {
+
+std::string message_text(const nlohmann::ordered_json& content, const std::string& param,
+                         std::initializer_list<std::string_view> text_types) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array())
+    throw invalid_request(fmt::format("Invalid type for '{}': expected a string or a list of content parts, but "
+                                      "got {} instead.",
+                                      param, json_type_name(content)),
+                          param, "invalid_type");
+  std::string text;
+  for (std::size_t i = 0; i < content.size(); ++i) {
+    const auto& part = content[i];
+    const std::string p = fmt::format("{}[{}]", param, i);
+    if (!part.is_object())
+      throw invalid_request(fmt::format("Invalid type for '{}': expected a content part object, but got {} instead.",
+                                        p, json_type_name(part)),
+                            p, "invalid_type");
+    const JsonFields f(part, p + ".");
+    const auto type = f.string("type");
+    if (!type) throw invalid_request(fmt::format("Missing required parameter: '{}.type'.", p), p + ".type");
+    if (std::find(text_types.begin(), text_types.end(), *type) == text_types.end()) {
+      const bool media = type->find("image") != std::string::npos || type->find("audio") != std::string::npos ||
+                         type->find("file") != std::string::npos || type->find("video") != std::string::npos;
+      throw unsupported(media ? fmt::format("Content parts of type '{}' are not supported: this server reads text "
+                                            "only.",
+                                            *type)
+                              : fmt::format("Invalid value for '{}.type': '{}' is not a known text content part.",
+                                            p, *type),
+                        p + ".type");
+    }
+    const auto t = f.string("text");
+    if (!t) throw invalid_request(fmt::format("Missing required parameter: '{}.text'.", p), p + ".text");
+    if (i > 0) text += '\n';
+    text += *t;
+  }
+  return text;
+}
+
+nlohmann::ordered_json normalize_chat_message(const nlohmann::ordered_json& m, const std::string& param) {
+  if (!m.is_object())
+    throw invalid_request(fmt::format("Invalid type for '{}': expected an object, but got {} instead.", param,
+                                      json_type_name(m)),
+                          param, "invalid_type");
+  const JsonFields f(m, param + ".");
+  auto role = f.string("role");
+  if (!role) throw invalid_request(fmt::format("Missing required parameter: '{}.role'.", param), param + ".role");
+  static constexpr std::string_view kRoles[] = {"system", "developer", "user", "assistant", "tool"};
+  if (std::find(std::begin(kRoles), std::end(kRoles), *role) == std::end(kRoles))
+    throw invalid_request(fmt::format("Invalid value for '{}.role': '{}'. Supported values are: 'system', "
+                                      "'developer', 'user', 'assistant' and 'tool'.",
+                                      param, *role),
+                          param + ".role", "invalid_value");
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  out["role"] = *role == "developer" ? "system" : *role;
+  const auto* content = f.get("content");
+  const auto* tool_calls = f.array("tool_calls");
+  if (content) {
+    out["content"] = message_text(*content, param + ".content", {"text", "input_text", "output_text"});
+  } else if (*role == "assistant") {
+    out["content"] = "";  // an assistant turn that only calls tools
+  } else {
+    throw invalid_request(fmt::format("Missing required parameter: '{}.content'.", param), param + ".content");
+  }
+  if (tool_calls) {
+    if (*role != "assistant")
+      throw invalid_request(fmt::format("Invalid parameter: '{}.tool_calls' is only allowed on assistant messages.",
+                                        param),
+                            param + ".tool_calls");
+    out["tool_calls"] = *tool_calls;
+  }
+  if (auto id = f.string("tool_call_id")) out["tool_call_id"] = *id;
+  if (auto name = f.string("name")) out["name"] = *name;
+  return out;
+}
+
+void check_common_unsupported(const JsonFields& f) {
+  if (auto n = f.integer("n", 1, 128); n && *n != 1)
+    throw invalid_request(fmt::format("Invalid 'n': this server generates one choice per request (n = 1), but got "
+                                      "n = {}.",
+                                      *n),
+                          "n", "unsupported_value");
+  for (const char* penalty : {"presence_penalty", "frequency_penalty"})
+    if (auto v = f.number(penalty, -2.0, 2.0); v && *v != 0.0)
+      throw unsupported(fmt::format("'{}' is not supported by this server; leave it unset or 0.", penalty), penalty);
+  if (f.object("logit_bias")) f.refuse_if_set("logit_bias", "token biases are not implemented.");
+}
+
+ChatRequest parse_chat_request(const nlohmann::ordered_json& body) {
+  const JsonFields f(body);
+  ChatRequest r;
+  r.model = f.string("model");
+  const auto* messages = f.array("messages");
+  if (!messages) throw invalid_request("Missing required parameter: 'messages'.", "messages");
+  if (messages->empty())
+    throw invalid_request("Invalid 'messages': expected a non-empty list of messages.", "messages",
+                          "invalid_value");
+  for (std::size_t i = 0; i < messages->size(); ++i)
+    r.messages.push_back(normalize_chat_message((*messages)[i], fmt::format("messages[{}]", i)));
+
+  check_common_unsupported(f);
+  r.sampling = parse_sampling_fields(f, {"max_completion_tokens", "max_tokens"});
+  r.stream = f.boolean("stream").value_or(false);
+  if (const auto* so = f.object("stream_options")) r.include_usage = JsonFields(*so, "stream_options.").boolean("include_usage").value_or(false);
+  r.user = f.string("user");
+  if (const auto* kw = f.object("chat_template_kwargs")) r.template_kwargs = *kw;
+  if (auto agp = f.boolean("add_generation_prompt")) r.add_generation_prompt = *agp;
+
+  if (const auto* tools = f.array("tools"); tools && !tools->empty()) r.tools = *tools;
+  if (const auto* choice = f.get("tool_choice")) {
+    if (choice->is_string() && choice->get<std::string>() == "none") {
+      r.tools = nullptr;
+    } else if (!(choice->is_string() && choice->get<std::string>() == "auto")) {
+      throw unsupported("'tool_choice' other than \"auto\" or \"none\" is not supported by this server.",
+                        "tool_choice");
+    }
+  }
+  if (f.boolean("logprobs").value_or(false))
+    throw unsupported("'logprobs' is not supported by this server; leave it unset or false.", "logprobs");
+  if (auto top = f.integer("top_logprobs", 0, 20); top && *top > 0)
+    throw unsupported("'top_logprobs' is not supported by this server.", "top_logprobs");
+  if (const auto* rf = f.object("response_format")) {
+    const auto type = JsonFields(*rf, "response_format.").string("type");
+    if (type && *type != "text")
+      throw unsupported(fmt::format("'response_format' of type '{}' is not supported by this server (text only).",
+                                    *type),
+                        "response_format");
+  }
+  return r;
+}
+
+}  // namespace tf::server

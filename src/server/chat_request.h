@@ -1,0 +1,41 @@
+#pragma once
+// POST /v1/chat/completions: the request body read and validated into what the engine renders.
+#include <nlohmann/json.hpp>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "server/sampling_fields.h"
+
+namespace tf::server {
+
+struct ChatRequest {
+  std::optional<std::string> model;
+  // Normalized for the chat template: every message has a string "role" (developer becomes system) and a
+  // string "content" (content-part lists joined); assistant tool_calls, tool_call_id and name pass through.
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  nlohmann::ordered_json tools;  // null or a non-empty array
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
+  bool add_generation_prompt = true;
+  SamplingFields sampling;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  std::optional<std::string> user;
+};
+
+ChatRequest parse_chat_request(const nlohmann::ordered_json& body);
+
+// The text of a message "content": a string, or a list of text parts (types in `text_types`) joined by "\n".
+// Other part types are refused (this server reads text only). `param` names the field in errors.
+std::string message_text(const nlohmann::ordered_json& content, const std::string& param,
+                         std::initializer_list<std::string_view> text_types);
+
+// One chat message normalized as ChatRequest::messages describes; throws ApiError naming `param`.
+nlohmann::ordered_json normalize_chat_message(const nlohmann::ordered_json& message, const std::string& param);
+
+// The fields every generation endpoint refuses or checks the same way: n (only 1), penalties (0 only),
+// logit_bias (empty only). Shared by chat completions and completions.
+void check_common_unsupported(const JsonFields& fields);
+
+}  // namespace tf::server

@@ -1,0 +1,30 @@
+#include "server/engine_service.h"
+
+#include <algorithm>
+
+#include "text/tokenizer/tokenizer.h"
+
+namespace tf::server {
+
+std::int64_t EngineService::context_length() const { return engine_.context_length(); }
+
+std::int64_t EngineService::vocab_size() const {
+  // Ids the model has embedding rows for and the tokenizer can decode.
+  const auto model_vocab = engine_.model_info().vocab;
+  const auto tok_vocab = static_cast<std::int64_t>(engine_.tokenizer().vocab_size());
+  return model_vocab > 0 ? std::min(model_vocab, tok_vocab) : tok_vocab;
+}
+
+SamplingParams EngineService::default_sampling() const { return engine_.default_sampling(); }
+
+std::string EngineService::render_chat(const ChatInput& input) const { return engine_.render_chat(input); }
+
+std::vector<std::int32_t> EngineService::tokenize(const std::string& text, bool add_special) const {
+  return engine_.tokenize(text, add_special);
+}
+
+std::shared_ptr<GenerationStream> EngineService::submit(GenerationRequest request) {
+  return engine_.submit(std::move(request));
+}
+
+}  // namespace tf::server

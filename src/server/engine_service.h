@@ -1,0 +1,22 @@
+#pragma once
+// InferenceService over the real engine.
+#include "server/inference_service.h"
+
+namespace tf::server {
+
+class EngineService final : public InferenceService {
+ public:
+  explicit EngineService(Engine& engine) : engine_(engine) {}
+  std::int64_t context_length() const override;
+  std::int64_t vocab_size() const override;
+  SamplingParams default_sampling() const override;
+  std::string render_chat(const ChatInput& input) const override;
+  std::vector<std::int32_t> tokenize(const std::string& text, bool add_special) const override;
+  std::shared_ptr<GenerationStream> submit(GenerationRequest request) override;
+  EngineStats stats() const override { return engine_.stats(); }
+
+ private:
+  Engine& engine_;
+};
+
+}  // namespace tf::server

@@ -1,0 +1,29 @@
+#pragma once
+// The endpoint handlers. Each reads a request, validates it, and answers; an ApiError thrown from one becomes
+// the error envelope (see http_server.cpp).
+#include <httplib.h>
+
+#include <string>
+
+#include "server/api_context.h"
+
+namespace tf::server {
+
+// GET /health: {"status": "ok"} once the engine is loaded, 503 {"status": "loading"} before.
+void handle_health(ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
+// GET /v1/models: the served id, then each alias, each with context_length.
+void handle_list_models(ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
+// GET /v1/models/{id}
+void handle_get_model(ApiContext& ctx, const std::string& id, httplib::Response& res);
+// POST /v1/chat/completions
+void handle_chat_completions(ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
+// POST /v1/completions
+void handle_completions(ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
+// POST /v1/responses
+void handle_create_response(ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
+// GET /v1/responses/{id}
+void handle_get_response(ApiContext& ctx, const std::string& id, httplib::Response& res);
+// DELETE /v1/responses/{id}
+void handle_delete_response(ApiContext& ctx, const std::string& id, httplib::Response& res);
+
+}  // namespace tf::server

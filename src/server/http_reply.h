@@ -1,0 +1,35 @@
+#pragma once
+// Writing replies into httplib's Response: JSON bodies, error envelopes, and SSE streams fed by a generation.
+#include <httplib.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/generation.h"
+#include "server/api_error.h"
+
+namespace tf::server {
+
+class Generation;
+
+void send_json(httplib::Response& res, int status, const nlohmann::ordered_json& body);
+// The error envelope with the error's status (and WWW-Authenticate: Bearer on 401).
+void send_error(httplib::Response& res, const ApiError& error);
+
+// How one endpoint's stream looks. Each method returns the SSE text to send (possibly empty).
+class SseFormatter {
+ public:
+  virtual ~SseFormatter() = default;
+  virtual std::string opening() = 0;                           // before any text
+  virtual std::string text(const std::string& piece) = 0;      // one piece of generated text
+  virtual std::string closing(const std::string& full_text, const GenerationResult& result) = 0;
+  virtual std::string failure(const std::string& message) = 0;  // an error after the stream opened
+};
+
+// Answers with text/event-stream, pumping `generation` through `formatter` on httplib's writer thread. A
+// failed write (the client left) cancels the generation; so does the reply being dropped unsent.
+void send_stream(httplib::Response& res, std::shared_ptr<Generation> generation,
+                 std::unique_ptr<SseFormatter> formatter);
+
+}  // namespace tf::server

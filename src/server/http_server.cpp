@@ -1,0 +1,150 @@
+#include "server/http_server.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include "server/api_error.h"
+#include "server/handlers.h"
+#include "server/http_reply.h"
+#include "server/json_fields.h"
+#include "text/template/template_error.h"
+
+namespace tf::server {
+
+HttpServer::HttpServer(ServerOptions options) : context_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
+  auto& ctx = context_;
+  route("GET", "/health", [&ctx](auto& req, auto& res, auto&) { handle_health(ctx, req, res); });
+  route("GET", "/v1/models", [&ctx](auto& req, auto& res, auto&) { handle_list_models(ctx, req, res); });
+  route("GET", "/models", [&ctx](auto& req, auto& res, auto&) { handle_list_models(ctx, req, res); });
+  route("GET", "/v1/models/{id}", [&ctx](auto&, auto& res, auto& p) { handle_get_model(ctx, p[0], res); });
+  route("GET", "/v1/models/{owner}/{name}",
+        [&ctx](auto&, auto& res, auto& p) { handle_get_model(ctx, p[0] + "/" + p[1], res); });
+  route("POST", "/v1/chat/completions", [&ctx](auto& req, auto& res, auto&) { handle_chat_completions(ctx, req, res); });
+  route("POST", "/v1/completions", [&ctx](auto& req, auto& res, auto&) { handle_completions(ctx, req, res); });
+  route("POST", "/v1/responses", [&ctx](auto& req, auto& res, auto&) { handle_create_response(ctx, req, res); });
+  route("GET", "/v1/responses/{id}", [&ctx](auto&, auto& res, auto& p) { handle_get_response(ctx, p[0], res); });
+  route("DELETE", "/v1/responses/{id}", [&ctx](auto&, auto& res, auto& p) { handle_delete_response(ctx, p[0], res); });
+
+  auto& http = *http_;
+  const auto threads = static_cast<std::size_t>(std::max(4, context_.options().threads));
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http.set_payload_max_length(context_.options().max_body_bytes);
+  http.set_read_timeout(30, 0);
+  http.set_write_timeout(30, 0);
+  http.set_keep_alive_max_count(1000);
+  http.set_tcp_nodelay(true);
+  // httplib's default sets SO_REUSEPORT, which lets a second server bind the same port and silently share
+  // its connections. SO_REUSEADDR alone allows a quick restart and makes a taken port an error.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const char*>(&yes), sizeof yes);
+  });
+
+  // Every method on every path goes through dispatch(): our router decides 404 and 405.
+  auto all = [this](const httplib::Request& req, httplib::Response& res) { dispatch(req, res); };
+  http.Get(".*", all);
+  http.Post(".*", all);
+  http.Put(".*", all);
+  http.Patch(".*", all);
+  http.Delete(".*", all);
+  http.Options(".*", all);
+
+  // Statuses httplib sets itself (413 over the size limit, 400 unreadable requests) get the envelope too;
+  // replies our handlers wrote keep their bodies.
+  http.set_error_handler(httplib::Server::HandlerWithResponse(
+      [](const httplib::Request&, httplib::Response& res) {
+        if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
+        send_json(res, res.status, envelope_for_status(res.status));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    send_error(res, server_error("The server failed to handle the request."));
+  });
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::route(const char* method, const char* pattern, Handler handler) {
+  router_.add(method, pattern);
+  handlers_.push_back(std::move(handler));
+}
+
+void HttpServer::dispatch(const httplib::Request& req, httplib::Response& res) {
+  try {
+    const auto match = router_.match(req.method, req.path);
+    const bool open = match.kind == RouteMatch::Kind::Found && req.path.rfind("/health", 0) == 0;
+    if (!open && !context_.keys().allows(req.get_header_value("Authorization"))) {
+      const bool given = req.has_header("Authorization");
+      throw ApiError(401, "invalid_request_error",
+                     given ? "Incorrect API key provided. Send 'Authorization: Bearer <key>' with a key this server "
+                             "was started with (--api-key)."
+                           : "You didn't provide an API key. Send 'Authorization: Bearer <key>' with a key this "
+                             "server was started with (--api-key).",
+                     std::nullopt, "invalid_api_key");
+    }
+    switch (match.kind) {
+      case RouteMatch::Kind::NotFound:
+        send_json(res, 404,
+                  {{"error", error_object(fmt::format("Unknown route: {} {}", req.method, req.path),
+                                          "invalid_request_error", std::nullopt, "not_found")}});
+        return;
+      case RouteMatch::Kind::MethodNotAllowed:
+        res.set_header("Allow", match.allow);
+        send_json(res, 405,
+                  {{"error", error_object(fmt::format("Method {} is not allowed on {}; use {}.", req.method, req.path,
+                                                      match.allow),
+                                          "invalid_request_error", std::nullopt, "method_not_allowed")}});
+        return;
+      case RouteMatch::Kind::Found:
+        handlers_[static_cast<std::size_t>(match.route)](req, res, match.params);
+        return;
+    }
+  } catch (const ApiError& e) {
+    send_error(res, e);
+  } catch (const TemplateError& e) {
+    send_error(res, invalid_request(fmt::format("The chat template failed: {}", e.what()), "messages",
+                                    "chat_template_error"));
+  } catch (const std::bad_alloc&) {
+    send_error(res, server_error("The server ran out of memory handling the request."));
+  } catch (const std::exception& e) {
+    send_error(res, server_error(fmt::format("The server failed to handle the request: {}", e.what())));
+  } catch (...) {
+    send_error(res, server_error("The server failed to handle the request."));
+  }
+}
+
+void HttpServer::bind() {
+  const auto& o = context_.options();
+  if (o.port == 0) {
+    port_ = http_->bind_to_any_port(o.host);
+    if (port_ <= 0) throw std::runtime_error(fmt::format("cannot listen on {} (any port)", o.host));
+  } else {
+    if (!http_->bind_to_port(o.host, o.port))
+      throw std::runtime_error(fmt::format("cannot listen on {}:{} (is the address valid and the port free?)",
+                                           o.host, o.port));
+    port_ = o.port;
+  }
+}
+
+void HttpServer::start() {
+  serving_ended_ = false;
+  thread_ = std::thread([this] {
+    http_->listen_after_bind();
+    serving_ended_ = true;
+  });
+  // Wait until the accept loop runs (or failed), so stop() cannot race its start.
+  while (!http_->is_running() && !serving_ended_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+bool HttpServer::running() const { return http_->is_running() && !serving_ended_; }
+
+void HttpServer::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  context_.active().cancel_all();
+  http_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace tf::server

@@ -1,0 +1,20 @@
+#pragma once
+// The names a client may use for the served model: its id (--name, else derived from the checkpoint path)
+// and the --alias names.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tf::server {
+
+// --name when given; else the checkpoint's file name without ".gguf", or its directory name; a Hugging Face
+// cache snapshot (…/models--owner--name/snapshots/<rev>) is "owner/name".
+std::string served_model_id(const std::string& name_flag, const std::string& model_path);
+
+struct ModelNames {
+  std::string id;
+  std::vector<std::string> aliases;
+  bool matches(std::string_view requested) const;
+};
+
+}  // namespace tf::server

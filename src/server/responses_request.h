@@ -1,0 +1,28 @@
+#pragma once
+// POST /v1/responses: the Responses API request read and validated; it runs as the equivalent chat.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "server/sampling_fields.h"
+
+namespace tf::server {
+
+struct ResponsesRequest {
+  std::optional<std::string> model;
+  // `input` as chat messages (see ChatRequest::messages): a string becomes one user message; message items
+  // with input_text / output_text content become messages of their role.
+  nlohmann::ordered_json input = nlohmann::ordered_json::array();
+  std::optional<std::string> instructions;  // a system message ahead of the conversation; never carried over
+  SamplingFields sampling;  // max_output_tokens; extensions: top_k, min_p, seed, stop, draft
+  bool stream = false;
+  bool store = true;
+  std::optional<std::string> previous_response_id;
+  nlohmann::ordered_json metadata;  // null or an object of at most 16 string values
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
+  std::optional<std::string> user;
+};
+
+ResponsesRequest parse_responses_request(const nlohmann::ordered_json& body);
+
+}  // namespace tf::server

@@ -1,0 +1,59 @@
+#pragma once
+// Responses API objects: the response, its one output message, and the typed stream events numbered by
+// sequence_number.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/generation.h"
+
+namespace tf::server {
+
+struct ResponseMeta {
+  std::string id;          // resp_…
+  std::string message_id;  // msg_…, the output message item
+  std::string model;
+  std::int64_t created_at = 0;
+  nlohmann::ordered_json instructions;          // null or a string
+  nlohmann::ordered_json max_output_tokens;     // null or an integer
+  double temperature = 1.0, top_p = 1.0;  // as used
+  nlohmann::ordered_json previous_response_id;  // null or a string
+  bool store = true;
+  nlohmann::ordered_json metadata = nlohmann::ordered_json::object();
+  nlohmann::ordered_json user;                  // null or a string
+};
+
+nlohmann::ordered_json output_text_part(const std::string& text);
+// The assistant message item; status "in_progress", "completed" or "incomplete". With `with_text` false its
+// content list is empty (as announced before any text).
+nlohmann::ordered_json output_message(const ResponseMeta& meta, const std::string& text, const char* status,
+                              bool with_text = true);
+// The response object. `status`: "in_progress", "completed", "incomplete" or "failed".
+nlohmann::ordered_json response_object(const ResponseMeta& meta, const char* status, nlohmann::ordered_json output,
+                               nlohmann::ordered_json usage, nlohmann::ordered_json incomplete_details = nullptr,
+                               nlohmann::ordered_json error = nullptr);
+// The finished response: "completed", or "incomplete" with reason max_output_tokens when the limit stopped it.
+nlohmann::ordered_json finished_response(const ResponseMeta& meta, const std::string& text, const GenerationResult& result);
+
+// Formats the stream of one response: every event carries "type" and an increasing "sequence_number".
+class ResponseEvents {
+ public:
+  explicit ResponseEvents(ResponseMeta meta) : meta_(std::move(meta)) {}
+  // response.created, response.in_progress, response.output_item.added, response.content_part.added.
+  std::string opening();
+  // response.output_text.delta.
+  std::string delta(const std::string& text);
+  // response.output_text.done, response.content_part.done, response.output_item.done, then response.completed
+  // (or response.incomplete when max_output_tokens stopped it). `final_response` receives the response object.
+  std::string closing(const std::string& text, const GenerationResult& result, nlohmann::ordered_json& final_response);
+  // An "error" event (code server_error) for a failure after the stream opened.
+  std::string error(const std::string& message);
+  const ResponseMeta& meta() const { return meta_; }
+
+ private:
+  std::string event(const char* type, nlohmann::ordered_json payload);
+  ResponseMeta meta_;
+  std::int64_t sequence_ = 0;
+};
+
+}  // namespace tf::server

@@ -1,0 +1,36 @@
+#pragma once
+// The sampling and length fields that chat completions, completions and responses share.
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "server/json_fields.h"
+
+namespace tf::server {
+
+struct SamplingFields {
+  std::optional<float> temperature, top_p, min_p;
+  std::optional<int> top_k;                // <= 0 turns top-k off
+  std::optional<std::uint64_t> seed;
+  std::optional<std::int64_t> max_tokens;  // the client's limit on generated tokens
+  std::string max_tokens_param = "max_tokens";  // the field that carried it, for errors
+  std::vector<std::string> stop;
+  bool draft = true;
+  // vLLM's return_token_ids: a non-streamed choice also carries the generated token ids.
+  bool return_token_ids = false;
+};
+
+// Reads temperature, top_p, top_k, min_p, seed, stop, draft and the first present of `max_token_fields`.
+SamplingFields parse_sampling_fields(const JsonFields& fields, std::initializer_list<std::string_view> max_token_fields);
+
+// `stop`: a string or a list of strings (at most 16, none empty).
+std::vector<std::string> parse_stop(const JsonFields& fields, std::string_view name);
+
+// The server's defaults with the request's fields on top.
+SamplingParams merge_sampling(const SamplingParams& defaults, const SamplingFields& fields);
+
+}  // namespace tf::server

@@ -1,0 +1,26 @@
+#pragma once
+// How `tensorfold serve` configured the HTTP API.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "server/model_names.h"
+
+namespace tf::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0: any free port (see HttpServer::port())
+  ModelNames names;
+  std::vector<std::string> api_keys;  // none: no authentication
+  // The generation limit for a request that sets none (--max-tokens); clipped to the context end.
+  std::int64_t default_max_tokens = 4096;
+  std::size_t max_body_bytes = std::size_t{16} << 20;
+  std::size_t store_max_items = 1024;
+  std::size_t store_max_bytes = std::size_t{256} << 20;
+  std::string system_fingerprint = "fp_tensorfold";
+  int threads = 32;  // HTTP connections served at once
+};
+
+}  // namespace tf::server

@@ -1,0 +1,179 @@
+#include "engine/decode_loop.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/drafting/context_copy.h"
+#include "engine/drafting/draft_source.h"
+#include "engine/keyed_noise.h"
+#include "families/model.h"
+
+namespace tf {
+namespace {
+
+constexpr int kVocab = 32;
+
+// A fake target: the logits at a position are a fixed function of (position, token there, token before).
+// A state that keeps stale tokens after a rollback, or a row taken for the wrong position, changes them.
+class FakeState final : public SequenceState {
+ public:
+  std::vector<std::int32_t> tokens;
+  std::int64_t length() const override { return static_cast<std::int64_t>(tokens.size()); }
+  void truncate(std::int64_t n) override {
+    ASSERT_LE(n, length());
+    tokens.resize(static_cast<std::size_t>(n));
+  }
+  std::size_t bytes() const override { return tokens.size() * 4; }
+};
+
+class FakeModel final : public Model {
+ public:
+  FakeModel() {
+    info_.vocab = kVocab;
+    info_.context = 1 << 20;
+  }
+  const ModelInfo& info() const override { return info_; }
+  std::unique_ptr<SequenceState> new_state() const override { return std::make_unique<FakeState>(); }
+  std::vector<float> forward(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t rows) override {
+    auto& st = dynamic_cast<FakeState&>(state);
+    std::vector<float> out;
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+      const auto pos = st.length();
+      const std::int32_t prev = st.tokens.empty() ? -1 : st.tokens.back();
+      st.tokens.push_back(tokens[i]);
+      if (static_cast<std::int64_t>(tokens.size() - i) > rows) continue;
+      for (int v = 0; v < kVocab; ++v) {
+        const auto h = mix64(static_cast<std::uint64_t>(pos) * 1000003u ^ static_cast<std::uint64_t>(tokens[i]) * 7919u ^
+                             static_cast<std::uint64_t>(prev + 1) * 104729u ^ static_cast<std::uint64_t>(v));
+        out.push_back(static_cast<float>(h % 1000) / 100.0f);
+      }
+    }
+    ++forwards;
+    return out;
+  }
+  int forwards = 0;
+
+ private:
+  ModelInfo info_;
+};
+
+// Proposes the target's true continuation (computed by a serial oracle run) with planted errors.
+class OracleDrafter final : public DraftSource {
+ public:
+  OracleDrafter(std::vector<std::int32_t> truth, std::size_t prompt_len, int error_every)
+      : truth_(std::move(truth)), prompt_len_(prompt_len), error_every_(error_every) {}
+  std::vector<std::int32_t> propose(std::span<const std::int32_t> history, int max_tokens) override {
+    std::vector<std::int32_t> out;
+    const std::size_t at = history.size() - prompt_len_;
+    for (int i = 0; i < max_tokens && at + static_cast<std::size_t>(i) < truth_.size(); ++i) {
+      std::int32_t t = truth_[at + static_cast<std::size_t>(i)];
+      if (error_every_ > 0 && (++calls_ % error_every_) == 0) t = (t + 1) % kVocab;
+      out.push_back(t);
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::int32_t> truth_;
+  std::size_t prompt_len_;
+  int error_every_;
+  int calls_ = 0;
+};
+
+struct Outcome {
+  std::vector<std::int32_t> tokens;
+  FinishReason finish;
+  DecodeCounters counters;
+  std::int64_t final_length;
+};
+
+Outcome run_decode(const SamplingParams& sp, int max_drafts, DraftSource* drafter, std::int64_t budget,
+        std::vector<std::int32_t> eos = {}) {
+  FakeModel model;
+  auto state = model.new_state();
+  std::vector<std::int32_t> prompt = {3, 1, 4, 1, 5, 9, 2, 6};
+  auto logits = model.forward(*state, prompt, 1);
+  std::vector<std::int32_t> history = prompt;
+  DecodeSettings s;
+  s.sampling = sp;
+  s.seed = 42;
+  s.budget = budget;
+  s.eos = eos;
+  s.max_drafts = max_drafts;
+  Outcome r;
+  r.finish = decode_stream(model, *state, logits, history, s, drafter, [&](std::int32_t t) {
+    r.tokens.push_back(t);
+    return true;
+  }, [] { return false; }, r.counters);
+  r.final_length = state->length();
+  return r;
+}
+
+TEST(DecodeLoop, DraftedEqualsSerialWithPlantedErrorsAtEveryTemperature) {
+  for (float temperature : {0.0f, 0.7f, 1.0f}) {
+    SamplingParams sp;
+    sp.temperature = temperature;
+    const Outcome serial = run_decode(sp, 0, nullptr, 60);
+    ASSERT_EQ(serial.tokens.size(), 60u);
+    EXPECT_EQ(serial.counters.drafted, 0);
+    for (int error_every : {0, 1, 2, 3, 5, 7}) {
+      for (int max_drafts : {1, 2, 4, 8}) {
+        OracleDrafter d(serial.tokens, 8, error_every);
+        const Outcome drafted = run_decode(sp, max_drafts, &d, 60);
+        EXPECT_EQ(drafted.tokens, serial.tokens) << "T " << temperature << " errors every " << error_every
+                                                 << " max drafts " << max_drafts;
+        EXPECT_EQ(drafted.finish, FinishReason::Length);
+        if (error_every == 0) {
+          // every draft right: each round emits 1 + its drafts, so rounds shrink as the window grows
+          EXPECT_EQ(drafted.counters.accepted, drafted.counters.drafted);
+          EXPECT_LE(drafted.counters.rounds, max_drafts >= 4 ? 15 : 30);
+        } else if (error_every == 1) {
+          EXPECT_EQ(drafted.counters.accepted, 0);  // every draft wrong: nothing accepted, output unchanged
+        } else {
+          EXPECT_GT(drafted.counters.accepted, 0);
+        }
+        EXPECT_EQ(drafted.counters.emitted, 60);
+      }
+    }
+  }
+}
+
+TEST(DecodeLoop, StopsOnEosInsideAnAcceptedWindowWithoutEmittingIt) {
+  SamplingParams sp;
+  sp.temperature = 0.0f;
+  const Outcome serial = run_decode(sp, 0, nullptr, 40);
+  // Make the 10th generated token an end-of-sequence id: both runs must stop right before it.
+  const std::int32_t eos = serial.tokens[9];
+  const std::size_t first = static_cast<std::size_t>(
+      std::find(serial.tokens.begin(), serial.tokens.end(), eos) - serial.tokens.begin());
+  const Outcome s2 = run_decode(sp, 0, nullptr, 40, {eos});
+  OracleDrafter d(serial.tokens, 8, 0);
+  const Outcome d2 = run_decode(sp, 8, &d, 40, {eos});
+  EXPECT_EQ(s2.tokens.size(), first);
+  EXPECT_EQ(d2.tokens, s2.tokens);
+  EXPECT_EQ(d2.finish, FinishReason::Stop);
+}
+
+TEST(DecodeLoop, BudgetEndsInsideADraftWindow) {
+  SamplingParams sp;
+  sp.temperature = 0.0f;
+  const Outcome serial = run_decode(sp, 0, nullptr, 13);
+  OracleDrafter d(run_decode(sp, 0, nullptr, 40).tokens, 8, 0);
+  const Outcome drafted = run_decode(sp, 8, &d, 13);
+  EXPECT_EQ(drafted.tokens, serial.tokens);
+  EXPECT_EQ(drafted.tokens.size(), 13u);
+}
+
+TEST(ContextCopy, ProposesWhatFollowedTheLatestEarlierMatch) {
+  ContextCopyDrafter d;
+  std::vector<std::int32_t> h = {1, 2, 3, 4, 5, 9, 1, 2, 3, 7, 8, 1, 2, 3};
+  // last 3 tokens "1 2 3" occurred at 6..8 (latest), followed by 7 8 1 2 3
+  EXPECT_EQ(d.propose(h, 3), (std::vector<std::int32_t>{7, 8, 1}));
+  EXPECT_EQ(d.propose(h, 10), (std::vector<std::int32_t>{7, 8, 1, 2, 3}));
+  EXPECT_TRUE(d.propose(std::vector<std::int32_t>{1, 2, 3}, 4).empty());
+  EXPECT_TRUE(d.propose(h, 0).empty());
+}
+
+}  // namespace
+}  // namespace tf

@@ -1,0 +1,431 @@
+// Whole requests through HttpServer against a fake engine: through dispatch() (no sockets) for status codes
+// and bodies, and over a real socket for the size limit, streaming and client disconnects.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "fake_service.h"
+#include "server/http_server.h"
+
+namespace tf::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+using testing::FakeService;
+
+ServerOptions options(std::vector<std::string> keys = {}) {
+  ServerOptions o;
+  o.port = 0;
+  o.names = {"smol", {"alias-1"}};
+  o.api_keys = std::move(keys);
+  o.default_max_tokens = 16;
+  o.max_body_bytes = 4096;
+  return o;
+}
+
+struct Reply {
+  int status = 0;
+  json body;
+  std::string raw;
+  httplib::Headers headers;
+};
+
+// Runs one request through the server's dispatch, including a streamed body when there is one.
+Reply call(HttpServer& srv, const std::string& method, const std::string& path, const std::string& body = "",
+           const std::string& auth = "") {
+  httplib::Request req;
+  req.method = method;
+  req.path = path;
+  req.body = body;
+  if (!auth.empty()) req.headers.emplace("Authorization", auth);
+  httplib::Response res;
+  srv.dispatch(req, res);
+  Reply r;
+  r.status = res.status;
+  r.headers = res.headers;
+  if (res.content_provider_) {
+    httplib::DataSink sink;
+    bool done = false;
+    sink.write = [&](const char* d, std::size_t n) {
+      r.raw.append(d, n);
+      return true;
+    };
+    sink.done = [&] { done = true; };
+    sink.is_writable = [] { return true; };
+    EXPECT_TRUE(res.content_provider_(0, 0, sink));
+    EXPECT_TRUE(done);
+    res.content_provider_success_ = true;
+  } else {
+    r.raw = res.body;
+    r.body = json::parse(res.body, nullptr, false);
+  }
+  return r;
+}
+
+std::vector<json> sse_payloads(const std::string& raw, std::vector<std::string>* names = nullptr) {
+  std::vector<json> out;
+  std::size_t at = 0;
+  while ((at = raw.find("data: ", at)) != std::string::npos) {
+    const auto end = raw.find("\n\n", at);
+    const auto data = raw.substr(at + 6, end - at - 6);
+    if (names) {
+      const auto ev = raw.rfind("event: ", at);
+      names->push_back(ev != std::string::npos && raw.find("\n\n", ev) > at ? raw.substr(ev + 7, raw.find('\n', ev) - ev - 7)
+                                                                            : "");
+    }
+    out.push_back(data == "[DONE]" ? json("[DONE]") : json::parse(data));
+    at = end;
+  }
+  return out;
+}
+
+const std::string kChat = R"({"model":"smol","messages":[{"role":"user","content":"hi"}]})";
+
+class ServerTest : public ::testing::Test {
+ protected:
+  FakeService svc;
+};
+
+TEST_F(ServerTest, ServesOnlyOnceReady) {
+  HttpServer srv(options());
+  auto health = call(srv, "GET", "/health");
+  EXPECT_EQ(health.status, 503);
+  EXPECT_EQ(health.body["status"], "loading");
+  auto chat = call(srv, "POST", "/v1/chat/completions", kChat);
+  EXPECT_EQ(chat.status, 503);
+  EXPECT_EQ(chat.body["error"]["code"], "model_loading");
+  srv.set_service(&svc);
+  EXPECT_EQ(call(srv, "GET", "/health").body["status"], "ok");
+}
+
+TEST_F(ServerTest, ModelsListIdAliasesAndContext) {
+  HttpServer srv(options());
+  srv.set_service(&svc);
+  const auto r = call(srv, "GET", "/v1/models");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body["object"], "list");
+  ASSERT_EQ(r.body["data"].size(), 2u);
+  EXPECT_EQ(r.body["data"][0]["id"], "smol");
+  EXPECT_EQ(r.body["data"][0]["object"], "model");
+  EXPECT_EQ(r.body["data"][0]["owned_by"], "tensorfold");
+  EXPECT_EQ(r.body["data"][0]["context_length"], 64);
+  EXPECT_EQ(r.body["data"][0]["aliases"], json::array({"alias-1"}));
+  EXPECT_EQ(r.body["data"][1]["id"], "alias-1");
+  EXPECT_EQ(call(srv, "GET", "/v1/models/alias-1").body["id"], "alias-1");
+  EXPECT_EQ(call(srv, "GET", "/v1/models/gpt-4").status, 404);
+}
+
+TEST_F(ServerTest, AuthRequiresABearerKeyExceptForHealth) {
+  HttpServer srv(options({"sk-test"}));
+  srv.set_service(&svc);
+  EXPECT_EQ(call(srv, "GET", "/health").status, 200);
+  auto r = call(srv, "GET", "/v1/models");
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(r.body["error"]["code"], "invalid_api_key");
+  bool challenged = false;
+  for (const auto& [k, v] : r.headers) challenged |= (k == "WWW-Authenticate" && v == "Bearer");
+  EXPECT_TRUE(challenged);
+  EXPECT_EQ(call(srv, "GET", "/v1/models", "", "Bearer wrong").status, 401);
+  EXPECT_EQ(call(srv, "GET", "/v1/models", "", "Bearer sk-test").status, 200);
+  EXPECT_EQ(call(srv, "POST", "/v1/chat/completions", kChat, "Bearer sk-test").status, 200);
+}
+
+TEST_F(ServerTest, UnknownRoutesAndWrongMethods) {
+  HttpServer srv(options());
+  srv.set_service(&svc);
+  auto r = call(srv, "GET", "/v1/nothing");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.body["error"]["type"], "invalid_request_error");
+  r = call(srv, "GET", "/v1/chat/completions");
+  EXPECT_EQ(r.status, 405);
+  EXPECT_TRUE(r.body["error"]["message"].is_string());
+  EXPECT_EQ(call(srv, "PUT", "/v1/models").status, 405);
+}
+
+TEST_F(ServerTest, ChatCompletion) {
+  HttpServer srv(options());
+  srv.set_service(&svc);
+  const auto r = call(srv, "POST", "/v1/chat/completions",
+                      R"({"model":"alias-1","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"seed":3,
+                          "temperature":0,"stop":["x"],"draft":false})");
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(r.body["object"], "chat.completion");
+  EXPECT_EQ(r.body["model"], "smol");
+  EXPECT_EQ(r.body["id"].get<std::string>().rfind("chatcmpl-", 0), 0u);
+  EXPECT_EQ(r.body["choices"][0]["message"]["content"], "Hello world");
+  EXPECT_EQ(r.body["choices"][0]["finish_reason"], "stop");
+  const auto sent = svc.last_request();
+  EXPECT_EQ(r.body["usage"]["prompt_tokens"], static_cast<int>(sent.prompt.size()));
+  EXPECT_EQ(r.body["usage"]["completion_tokens"], 3);
+  EXPECT_EQ(r.body["usage"]["total_tokens"], static_cast<int>(sent.prompt.size()) + 3);
+  EXPECT_EQ(r.body["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
+  EXPECT_EQ(sent.max_tokens, 5);
+  EXPECT_EQ(*sent.seed, 3u);
+  EXPECT_EQ(sent.sampling.temperature, 0.0f);
+  EXPECT_EQ(sent.stop, std::vector<std::string>{"x"});
+  EXPECT_FALSE(sent.draft);
+  EXPECT_EQ(svc.last_rendered, "user: hi\nassistant: ");
+}
+
+TEST_F(ServerTest, ChatStreamWithUsage) {
+  HttpServer srv(options());
+  srv.set_service(&svc);
+  svc.finish = FinishReason::Length;
+  const auto r = call(srv, "POST", "/v1/chat/completions",
+                      R"({"model":"smol","messages":[{"role":"user","content":"hi"}],"stream":true,
+                          "stream_options":{"include_usage":true}})");
+  ASSERT_EQ(r.status, 200);
+  const auto chunks = sse_payloads(r.raw);
+  ASSERT_EQ(chunks.size(), 1u + 3u + 1u + 1u + 1u);  // role, 3 pieces, finish, usage, [DONE]
+  EXPECT_EQ(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+  std::string text;
+  for (std::size_t i = 1; i <= 3; ++i) {
+    EXPECT_EQ(chunks[i]["object"], "chat.completion.chunk");
+    EXPECT_EQ(chunks[i]["id"], chunks[0]["id"]);
+    EXPECT_TRUE(chunks[i]["usage"].is_null());
+    text += chunks[i]["choices"][0]["delta"]["content"].get<std::string>();
+  }
+  EXPECT_EQ(text, "Hello world");
+  EXPECT_EQ(chunks[4]["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(chunks[5]["choices"].empty());
+  EXPECT_EQ(chunks[5]["usage"]["completion_tokens"], 3);
+  EXPECT_EQ(chunks[6], "[DONE]");
+}
+
+TEST_F(ServerTest, ErrorAfterTheStreamOpenedIsAnEventThenDone) {
+  HttpServer srv(options());
+  srv.set_service(&svc);
+  svc.finish = FinishReason::Error;
+  svc.error = "device lost";
+  const auto r = call(srv, "POST", "/v1/chat/completions",
+                      R"({"messages":[{"role":"user","content":"hi"}],"stream":true})");
+  const auto chunks = sse_payloads(r.raw);
+  ASSERT_GE(chunks.size(), 2u);
+  EXPECT_EQ(chunks[chunks.size() - 2]["error"]["type"], "server_error");
+  EXPECT_NE(chunks[chunks.size() - 2]["error"]["message"].get<std::string>().find("device lost"),
+            std::string::npos);
+  EXPECT_EQ(chunks.back(), "[DONE]");
+  // Not streamed: a 500 envelope.
+  const auto plain = call(srv, "POST", "/v1/chat/completions", kChat);
+  EXPECT_EQ(plain.status, 500);
+  EXPECT_EQ(plain.body["error"]["type"], "server_error");
+}
+
+TEST_F(ServerTest, ClientErrorsBeforeAnyToken) {
+  HttpServer srv(options());
+  srv.set_service(&svc);
+  struct Case {
+    std::string body;
+    int status;
+    std::string code;  // "" for any
+  };
+  const std::vector<Case> cases = {
+      {"{not json", 400, ""},
+      {"[]", 400, ""},
+      {R"({"model":"smol"})", 400, ""},
+      {R"({"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]})", 404, "model_not_found"},
+      {R"({"messages":[{"role":"user","content":"hi"}],"n":2})", 400, "unsupported_value"},
+      {R"({"messages":[{"role":"user","content":"hi"}],"temperature":true})", 400, "invalid_type"},
+      {R"({"messages":[{"role":"user","content":"hi"}],"top_k":1.5})", 400, "invalid_type"},
+      {R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":60})", 400, "context_length_exceeded"},
+      {R"({"messages":[{"role":"user","content":")" + std::string(80, 'a') + R"("}]})", 400,
+       "context_length_exceeded"},
+  };
+  for (const auto& c : cases) {
+    const auto r = call(srv, "POST", "/v1/chat/completions", c.body);
+    EXPECT_EQ(r.status, c.status) << c.body;
+    ASSERT_TRUE(r.body.contains("error")) << r.raw;
+    for (const char* k : {"message", "type", "param", "code"}) EXPECT_TRUE(r.body["error"].contains(k)) << k;
+    if (!c.code.empty()) {
+      EXPECT_EQ(r.body["error"]["code"], c.code) << c.body;
+    }
+  }
+  EXPECT_EQ(svc.request_count(), 0u);  // nothing reached the engine
+  svc.template_throws = true;
+  const auto t = call(srv, "POST", "/v1/chat/completions", kChat);
+  EXPECT_EQ(t.status, 400);
+  EXPECT_EQ(t.body["error"]["code"], "chat_template_error");
+}
+
+TEST_F(ServerTest, CompletionsTextAndTokenIds) {
+  HttpServer srv(options());
+  srv.set_service(&svc);
+  auto r = call(srv, "POST", "/v1/completions", R"({"model":"smol","prompt":"abc","max_tokens":3})");
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(r.body["object"], "text_completion");
+  EXPECT_EQ(r.body["choices"][0]["text"], "Hello world");
+  EXPECT_EQ(r.body["usage"]["prompt_tokens"], 4);  // BOS + 3 bytes
+  r = call(srv, "POST", "/v1/completions", R"({"prompt":[[5,6,7,8,9]],"max_tokens":3})");
+  EXPECT_EQ(r.body["usage"]["prompt_tokens"], 5);
+  EXPECT_EQ(svc.last_request().prompt, (std::vector<std::int32_t>{5, 6, 7, 8, 9}));
+  r = call(srv, "POST", "/v1/completions", R"({"prompt":[5,300]})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body["error"]["param"], "prompt");
+  r = call(srv, "POST", "/v1/completions", R"({"prompt":"x","echo":true})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body["error"]["param"], "echo");
+  r = call(srv, "POST", "/v1/completions", R"({"prompt":"x","stream":true})");
+  const auto chunks = sse_payloads(r.raw);
+  EXPECT_EQ(chunks.front()["choices"][0]["text"], "Hel");
+  EXPECT_EQ(chunks[chunks.size() - 2]["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(chunks.back(), "[DONE]");
+}
+
+TEST_F(ServerTest, ResponsesStoreChainGetDelete) {
+  HttpServer srv(options());
+  srv.set_service(&svc);
+  auto first = call(srv, "POST", "/v1/responses", R"({"model":"smol","input":"Hi","instructions":"Be brief"})");
+  ASSERT_EQ(first.status, 200) << first.raw;
+  const auto id = first.body["id"].get<std::string>();
+  EXPECT_EQ(id.rfind("resp_", 0), 0u);
+  EXPECT_EQ(first.body["status"], "completed");
+  EXPECT_EQ(first.body["output"][0]["content"][0]["text"], "Hello world");
+  EXPECT_EQ(first.body["usage"]["output_tokens"], 3);
+  EXPECT_EQ(svc.last_rendered, "system: Be brief\nuser: Hi\nassistant: ");
+
+  auto second = call(srv, "POST", "/v1/responses",
+                     json{{"input", "And?"}, {"previous_response_id", id}}.dump());
+  ASSERT_EQ(second.status, 200) << second.raw;
+  EXPECT_EQ(second.body["previous_response_id"], id);
+  // Instructions are not carried over; the earlier turns are.
+  EXPECT_EQ(svc.last_rendered, "user: Hi\nassistant: Hello world\nuser: And?\nassistant: ");
+
+  EXPECT_EQ(call(srv, "GET", "/v1/responses/" + id).body, first.body);
+  auto del = call(srv, "DELETE", "/v1/responses/" + id);
+  EXPECT_EQ(del.status, 200);
+  EXPECT_EQ(del.body["deleted"], true);
+  EXPECT_EQ(call(srv, "GET", "/v1/responses/" + id).status, 404);
+  EXPECT_EQ(call(srv, "DELETE", "/v1/responses/" + id).status, 404);
+  const auto gone = call(srv, "POST", "/v1/responses", json{{"input", "x"}, {"previous_response_id", id}}.dump());
+  EXPECT_EQ(gone.status, 400);
+  EXPECT_EQ(gone.body["error"]["param"], "previous_response_id");
+
+  const auto unstored = call(srv, "POST", "/v1/responses", R"({"input":"x","store":false})");
+  EXPECT_EQ(call(srv, "GET", "/v1/responses/" + unstored.body["id"].get<std::string>()).status, 404);
+}
+
+TEST_F(ServerTest, ResponsesStream) {
+  HttpServer srv(options());
+  srv.set_service(&svc);
+  const auto r = call(srv, "POST", "/v1/responses", R"({"input":"Hi","stream":true})");
+  std::vector<std::string> names;
+  const auto events = sse_payloads(r.raw, &names);
+  ASSERT_EQ(events.size(), 4u + 3u + 4u);
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i]["sequence_number"], static_cast<int>(i));
+    EXPECT_EQ(events[i]["type"], names[i]);
+  }
+  EXPECT_EQ(names.front(), "response.created");
+  EXPECT_EQ(names.back(), "response.completed");
+  const auto id = events.back()["response"]["id"].get<std::string>();
+  EXPECT_EQ(call(srv, "GET", "/v1/responses/" + id).body["output"][0]["content"][0]["text"], "Hello world");
+}
+
+// --- over a socket ---------------------------------------------------------------------------------
+
+class LiveServer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    srv = std::make_unique<HttpServer>(options());
+    srv->bind();
+    srv->start();
+    srv->set_service(&svc);
+  }
+  void TearDown() override { srv->stop(); }
+  FakeService svc;
+  std::unique_ptr<HttpServer> srv;
+};
+
+TEST_F(LiveServer, BodyOverTheLimitIs413WithTheEnvelope) {
+  httplib::Client cli("127.0.0.1", srv->port());
+  const auto r = cli.Post("/v1/chat/completions", std::string(8192, ' '), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  const auto body = json::parse(r->body, nullptr, false);
+  EXPECT_EQ(body["error"]["type"], "invalid_request_error");
+  // The connection's next request still works.
+  const auto next = cli.Get("/health");
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->status, 200);
+}
+
+TEST_F(LiveServer, StreamsOverHttp) {
+  httplib::Client cli("127.0.0.1", srv->port());
+  const auto r = cli.Post("/v1/chat/completions",
+                          R"({"messages":[{"role":"user","content":"hi"}],"stream":true})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+  EXPECT_NE(r->body.find("data: [DONE]"), std::string::npos);
+}
+
+// A client that leaves cancels its generation, streamed or not.
+void expect_cancel_on_disconnect(FakeService& svc, int port, const std::string& body) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!svc.last_stream() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto stream = svc.last_stream();
+  ASSERT_TRUE(stream);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(stream->cancelled());
+  close(fd);
+  while (!stream->cancelled() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(stream->cancelled());
+}
+
+TEST_F(LiveServer, DisconnectCancelsAWaitingReply) {
+  svc.slow = true;
+  svc.context = 100000;
+  expect_cancel_on_disconnect(svc, srv->port(), R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":5000})");
+}
+
+TEST_F(LiveServer, DisconnectCancelsAStream) {
+  svc.slow = true;
+  svc.context = 100000;
+  expect_cancel_on_disconnect(svc, srv->port(),
+                              R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":5000,"stream":true})");
+}
+
+TEST_F(LiveServer, StopCancelsRunningGenerations) {
+  svc.slow = true;
+  svc.context = 100000;
+  std::thread client([&] {
+    httplib::Client cli("127.0.0.1", srv->port());
+    cli.set_read_timeout(20, 0);
+    cli.Post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":5000})",
+             "application/json");
+  });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!svc.last_stream() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!svc.last_stream()) {
+    srv->stop();
+    client.join();
+    FAIL() << "the request never reached the engine";
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  srv->stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(8));
+  EXPECT_TRUE(svc.last_stream()->cancelled());
+  client.join();
+}
+
+}  // namespace
+}  // namespace tf::server

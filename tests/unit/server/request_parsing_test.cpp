@@ -1,0 +1,313 @@
+// Request bodies: JSON reading rules and each endpoint's parsing and validation.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "server/api_error.h"
+#include "server/chat_request.h"
+#include "server/completion_request.h"
+#include "server/json_fields.h"
+#include "server/responses_request.h"
+
+namespace tf::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// Runs `f`, expecting an ApiError; returns it for inspection.
+template <class F>
+ApiError expect_error(F&& f) {
+  try {
+    f();
+  } catch (const ApiError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected an ApiError";
+  return ApiError(0, "", "");
+}
+
+json chat(json extra = json::object()) {
+  json body = {{"model", "m"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+  body.update(extra);
+  return body;
+}
+
+TEST(JsonBody, ParsesAnObject) { EXPECT_EQ(parse_json_body(R"({"a": 1})")["a"], 1); }
+
+TEST(JsonBody, RefusesMalformedEmptyAndNonObjects) {
+  for (const char* body : {"{", "", "   ", "[1,2]", "\"text\"", "42", "{\"a\": }", "{\"a\": NaN}"}) {
+    const auto e = expect_error([&] { parse_json_body(body); });
+    EXPECT_EQ(e.status(), 400) << body;
+    EXPECT_EQ(e.type(), "invalid_request_error") << body;
+  }
+}
+
+TEST(JsonBody, RefusesDeepNestingBeforeParsing) {
+  std::string deep = "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_EQ(expect_error([&] { parse_json_body(deep); }).status(), 400);
+  // Brackets inside strings do not count.
+  EXPECT_NO_THROW(parse_json_body("{\"a\": \"" + std::string(1000, '[') + "\"}"));
+}
+
+TEST(JsonBody, RefusesInvalidUtf8) {
+  EXPECT_EQ(expect_error([] { parse_json_body("{\"a\": \"\xff\xfe\"}"); }).status(), 400);
+}
+
+TEST(JsonFields, NumbersAreFiniteNonBooleanAndInRange) {
+  const json o = {{"t", 0.5}, {"b", true}, {"s", "1"}, {"big", 3.0}, {"inf", std::numeric_limits<double>::infinity()},
+                  {"n", nullptr}};
+  const JsonFields f(o);
+  EXPECT_DOUBLE_EQ(*f.number("t", 0, 2), 0.5);
+  EXPECT_FALSE(f.number("n", 0, 2).has_value());
+  EXPECT_FALSE(f.number("absent", 0, 2).has_value());
+  auto e = expect_error([&] { f.number("b", 0, 2); });
+  EXPECT_EQ(e.param(), "b");
+  EXPECT_EQ(e.code(), "invalid_type");
+  EXPECT_NE(std::string(e.what()).find("boolean"), std::string::npos);
+  EXPECT_EQ(expect_error([&] { f.number("s", 0, 2); }).code(), "invalid_type");
+  EXPECT_EQ(expect_error([&] { f.number("big", 0, 2); }).code(), "invalid_value");
+  EXPECT_EQ(expect_error([&] { f.number("inf", -1e308, 1e308); }).code(), "invalid_value");
+}
+
+TEST(JsonFields, IntegersMustBeIntegral) {
+  const json o = {{"i", 7}, {"f", 7.0}, {"half", 7.5}, {"b", false}, {"neg", -3}, {"huge", 18446744073709551615ull}};
+  const JsonFields f(o);
+  EXPECT_EQ(*f.integer("i", 0, 10), 7);
+  EXPECT_EQ(*f.integer("f", 0, 10), 7);
+  EXPECT_EQ(expect_error([&] { f.integer("half", 0, 10); }).code(), "invalid_type");
+  EXPECT_EQ(expect_error([&] { f.integer("b", 0, 10); }).code(), "invalid_type");
+  EXPECT_EQ(expect_error([&] { f.integer("neg", 0, 10); }).code(), "invalid_value");
+  EXPECT_EQ(expect_error([&] { f.integer("huge", 0, 10); }).code(), "invalid_value");
+  EXPECT_EQ(*f.bits64("neg"), static_cast<std::uint64_t>(-3));
+  EXPECT_EQ(*f.bits64("huge"), 18446744073709551615ull);
+  EXPECT_EQ(expect_error([&] { f.bits64("half"); }).code(), "invalid_type");
+}
+
+TEST(ChatRequest, ReadsTheOpenAIFields) {
+  const auto r = parse_chat_request(chat({{"max_completion_tokens", 5},
+                                          {"max_tokens", 9},
+                                          {"temperature", 0},
+                                          {"top_p", 0.5},
+                                          {"top_k", 12},
+                                          {"min_p", 0.1},
+                                          {"seed", 42},
+                                          {"stop", "END"},
+                                          {"stream", true},
+                                          {"stream_options", {{"include_usage", true}}},
+                                          {"n", 1},
+                                          {"user", "u"},
+                                          {"draft", false},
+                                          {"chat_template_kwargs", {{"enable_thinking", false}}}}));
+  EXPECT_EQ(*r.model, "m");
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0]["content"], "hi");
+  EXPECT_EQ(*r.sampling.max_tokens, 5);  // max_completion_tokens wins
+  EXPECT_EQ(r.sampling.max_tokens_param, "max_completion_tokens");
+  EXPECT_EQ(*r.sampling.temperature, 0.0f);
+  EXPECT_EQ(*r.sampling.top_k, 12);
+  EXPECT_EQ(*r.sampling.seed, 42u);
+  EXPECT_EQ(r.sampling.stop, std::vector<std::string>{"END"});
+  EXPECT_FALSE(r.sampling.draft);
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(*r.user, "u");
+  EXPECT_EQ(r.template_kwargs["enable_thinking"], false);
+}
+
+TEST(ChatRequest, NullsKeepDefaults) {
+  const auto r = parse_chat_request(chat({{"temperature", nullptr}, {"stop", nullptr}, {"n", nullptr},
+                                          {"stream_options", nullptr}, {"seed", nullptr}}));
+  EXPECT_FALSE(r.sampling.temperature);
+  EXPECT_TRUE(r.sampling.stop.empty());
+  EXPECT_FALSE(r.sampling.seed);
+  EXPECT_FALSE(r.sampling.max_tokens);
+}
+
+TEST(ChatRequest, ContentPartsAreJoinedAndDeveloperIsSystem) {
+  const auto r = parse_chat_request(
+      {{"messages",
+        {{{"role", "developer"}, {"content", "be brief"}},
+         {{"role", "user"},
+          {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}},
+         {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({{{"id", "c1"}}})}},
+         {{"role", "tool"}, {"content", "42"}, {"tool_call_id", "c1"}}}}});
+  EXPECT_EQ(r.messages[0]["role"], "system");
+  EXPECT_EQ(r.messages[1]["content"], "a\nb");
+  EXPECT_EQ(r.messages[2]["content"], "");
+  EXPECT_EQ(r.messages[2]["tool_calls"][0]["id"], "c1");
+  EXPECT_EQ(r.messages[3]["tool_call_id"], "c1");
+  EXPECT_FALSE(r.model);
+}
+
+TEST(ChatRequest, RefusesBadMessages) {
+  struct Case {
+    json body;
+    std::string param;
+  };
+  const std::vector<Case> cases = {
+      {{{"model", "m"}}, "messages"},
+      {{{"messages", json::array()}}, "messages"},
+      {{{"messages", "hi"}}, "messages"},
+      {{{"messages", {"hi"}}}, "messages[0]"},
+      {{{"messages", {{{"content", "hi"}}}}}, "messages[0].role"},
+      {{{"messages", {{{"role", "wizard"}, {"content", "hi"}}}}}, "messages[0].role"},
+      {{{"messages", {{{"role", "user"}}}}}, "messages[0].content"},
+      {{{"messages", {{{"role", "user"}, {"content", 5}}}}}, "messages[0].content"},
+      {{{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", {{"url", "x"}}}}}}}}}},
+       "messages[0].content[0].type"},
+      {{{"messages", {{{"role", "user"}, {"content", {{{"type", "text"}}}}}}}}, "messages[0].content[0].text"},
+  };
+  for (const auto& c : cases) {
+    const auto e = expect_error([&] { parse_chat_request(c.body); });
+    EXPECT_EQ(e.status(), 400) << c.body.dump();
+    EXPECT_EQ(e.param(), c.param) << c.body.dump();
+  }
+}
+
+TEST(ChatRequest, RefusesWrongTypesAndRanges) {
+  const std::vector<std::pair<json, std::string>> cases = {
+      {{{"temperature", true}}, "temperature"},
+      {{{"temperature", "0.5"}}, "temperature"},
+      {{{"temperature", 2.5}}, "temperature"},
+      {{{"temperature", -0.1}}, "temperature"},
+      {{{"top_p", 1.5}}, "top_p"},
+      {{{"min_p", -1}}, "min_p"},
+      {{{"top_k", 2.5}}, "top_k"},
+      {{{"top_k", true}}, "top_k"},
+      {{{"seed", 1.5}}, "seed"},
+      {{{"seed", "1"}}, "seed"},
+      {{{"max_tokens", 0}}, "max_tokens"},
+      {{{"max_tokens", 3.5}}, "max_tokens"},
+      {{{"max_completion_tokens", -1}}, "max_completion_tokens"},
+      {{{"stream", 1}}, "stream"},
+      {{{"stream_options", {{"include_usage", "yes"}}}}, "stream_options.include_usage"},
+      {{{"stop", 5}}, "stop"},
+      {{{"stop", {"a", 5}}}, "stop"},
+      {{{"stop", ""}}, "stop"},
+      {{{"n", 2}}, "n"},
+      {{{"n", true}}, "n"},
+      {{{"model", 5}}, "model"},
+      {{{"user", 5}}, "user"},
+      {{{"draft", "no"}}, "draft"},
+      {{{"chat_template_kwargs", "x"}}, "chat_template_kwargs"},
+      {{{"logprobs", true}}, "logprobs"},
+      {{{"top_logprobs", 3}}, "top_logprobs"},
+      {{{"presence_penalty", 0.5}}, "presence_penalty"},
+      {{{"response_format", {{"type", "json_object"}}}}, "response_format"},
+      {{{"tool_choice", "required"}}, "tool_choice"},
+  };
+  for (const auto& [extra, param] : cases) {
+    const auto e = expect_error([&] { parse_chat_request(chat(extra)); });
+    EXPECT_EQ(e.status(), 400) << extra.dump();
+    EXPECT_EQ(e.param(), param) << extra.dump();
+    EXPECT_EQ(e.type(), "invalid_request_error") << extra.dump();
+  }
+}
+
+TEST(ChatRequest, AcceptsHarmlessDefaults) {
+  EXPECT_NO_THROW(parse_chat_request(chat({{"logprobs", false}, {"top_logprobs", 0}, {"presence_penalty", 0},
+                                           {"frequency_penalty", 0.0}, {"logit_bias", json::object()},
+                                           {"response_format", {{"type", "text"}}}, {"tool_choice", "auto"},
+                                           {"stop", json::array()}, {"top_k", -1}, {"seed", -5}})));
+  EXPECT_EQ(*parse_chat_request(chat({{"top_k", -1}})).sampling.top_k, 0);
+  const auto none = parse_chat_request(chat({{"tools", {{{"type", "function"}}}}, {"tool_choice", "none"}}));
+  EXPECT_TRUE(none.tools.is_null());
+}
+
+TEST(ChatRequest, StopListUpToSixteen) {
+  EXPECT_EQ(parse_chat_request(chat({{"stop", {"a", "b"}}})).sampling.stop.size(), 2u);
+  EXPECT_EQ(expect_error([] { parse_chat_request(chat({{"stop", json(std::vector<std::string>(17, "x"))}})); })
+                .param(),
+            "stop");
+}
+
+TEST(CompletionRequest, PromptForms) {
+  auto text = [](const json& p) { return std::get<std::string>(parse_completion_request({{"prompt", p}}).prompt); };
+  auto ids = [](const json& p) {
+    return std::get<std::vector<std::int32_t>>(parse_completion_request({{"prompt", p}}).prompt);
+  };
+  EXPECT_EQ(text("Once"), "Once");
+  EXPECT_EQ(text(json::array({"Once"})), "Once");
+  EXPECT_EQ(ids(json::array({1, 2, 3})), (std::vector<std::int32_t>{1, 2, 3}));
+  EXPECT_EQ(ids(json::array({json::array({4, 5})})), (std::vector<std::int32_t>{4, 5}));
+}
+
+TEST(CompletionRequest, RefusesBadPromptsAndUnsupportedOptions) {
+  const std::vector<std::pair<json, std::string>> cases = {
+      {{{"model", "m"}}, "prompt"},
+      {{{"prompt", 5}}, "prompt"},
+      {{{"prompt", json::array()}}, "prompt"},
+      {{{"prompt", {"a", "b"}}}, "prompt"},
+      {{{"prompt", {1, "b"}}}, "prompt"},
+      {{{"prompt", {1, -2}}}, "prompt"},
+      {{{"prompt", {1, 2.5}}}, "prompt"},
+      {{{"prompt", {json::array()}}}, "prompt"},
+      {{{"prompt", "x"}, {"echo", true}}, "echo"},
+      {{{"prompt", "x"}, {"logprobs", 0}}, "logprobs"},
+      {{{"prompt", "x"}, {"logprobs", 5}}, "logprobs"},
+      {{{"prompt", "x"}, {"suffix", "end"}}, "suffix"},
+      {{{"prompt", "x"}, {"best_of", 2}}, "best_of"},
+      {{{"prompt", "x"}, {"n", 3}}, "n"},
+      {{{"prompt", "x"}, {"max_tokens", true}}, "max_tokens"},
+  };
+  for (const auto& [body, param] : cases) {
+    const auto e = expect_error([&] { parse_completion_request(body); });
+    EXPECT_EQ(e.status(), 400) << body.dump();
+    EXPECT_EQ(e.param(), param) << body.dump();
+  }
+  EXPECT_NO_THROW(parse_completion_request({{"prompt", "x"}, {"echo", false}, {"logprobs", nullptr},
+                                            {"suffix", nullptr}, {"best_of", 1}}));
+}
+
+TEST(ResponsesRequest, InputStringAndItems) {
+  auto r = parse_responses_request({{"input", "hi"}, {"instructions", "be nice"}, {"max_output_tokens", 7}});
+  ASSERT_EQ(r.input.size(), 1u);
+  EXPECT_EQ(r.input[0], (json{{"role", "user"}, {"content", "hi"}}));
+  EXPECT_EQ(*r.instructions, "be nice");
+  EXPECT_EQ(*r.sampling.max_tokens, 7);
+  EXPECT_EQ(r.sampling.max_tokens_param, "max_output_tokens");
+  EXPECT_TRUE(r.store);
+
+  r = parse_responses_request(
+      {{"input",
+        {{{"type", "message"}, {"role", "user"}, {"content", {{{"type", "input_text"}, {"text", "a"}}}}},
+         {{"role", "assistant"}, {"content", {{{"type", "output_text"}, {"text", "b"}}}}},
+         {{"role", "developer"}, {"content", "c"}}}},
+       {"store", false},
+       {"previous_response_id", "resp_1"},
+       {"metadata", {{"k", "v"}}}});
+  ASSERT_EQ(r.input.size(), 3u);
+  EXPECT_EQ(r.input[0]["content"], "a");
+  EXPECT_EQ(r.input[1]["role"], "assistant");
+  EXPECT_EQ(r.input[2]["role"], "system");
+  EXPECT_FALSE(r.store);
+  EXPECT_EQ(*r.previous_response_id, "resp_1");
+  EXPECT_EQ(r.metadata["k"], "v");
+}
+
+TEST(ResponsesRequest, RefusesWhatItCannotServe) {
+  const std::vector<std::pair<json, std::string>> cases = {
+      {json::object(), "input"},
+      {{{"input", 3}}, "input"},
+      {{{"input", json::array()}}, "input"},
+      {{{"input", {{{"type", "function_call_output"}, {"call_id", "c"}}}}}, "input[0].type"},
+      {{{"input", {{{"role", "user"}, {"content", {{{"type", "input_image"}, {"image_url", "x"}}}}}}}},
+       "input[0].content[0].type"},
+      {{{"input", {{{"role", "tool"}, {"content", "x"}}}}}, "input[0].role"},
+      {{{"input", "x"}, {"temperature", false}}, "temperature"},
+      {{{"input", "x"}, {"max_output_tokens", 0}}, "max_output_tokens"},
+      {{{"input", "x"}, {"store", "yes"}}, "store"},
+      {{{"input", "x"}, {"tools", {{{"type", "web_search"}}}}}, "tools"},
+      {{{"input", "x"}, {"background", true}}, "background"},
+      {{{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}}}}}}, "text.format"},
+      {{{"input", "x"}, {"metadata", {{"k", 5}}}}, "metadata"},
+  };
+  for (const auto& [body, param] : cases) {
+    const auto e = expect_error([&] { parse_responses_request(body); });
+    EXPECT_EQ(e.status(), 400) << body.dump();
+    EXPECT_EQ(e.param(), param) << body.dump();
+  }
+}
+
+}  // namespace
+}  // namespace tf::server
