@@ -1,0 +1,448 @@
+// CUDA benchmarks (run on the device by scripts/device/run-gpu-suite.sh; never by `make test`):
+//   copy bandwidth (device to device, bytes read + written), measured in the same run as everything else;
+//   decode tokens/s for llama shapes with weights generated on the device, one stream, CUDA graphs, and
+//     their share of the bandwidth bound: (weight bytes + KV bytes read per token) / measured bandwidth;
+//   prefill tokens/s at a 2k-token prompt;
+//   our invariant decode matmul (4-bit g64 and dense bf16) against cuBLAS bf16 on the 8B linear stack;
+//   with --model PATH, decode speed of a real checkpoint through the llama family (the default model).
+// Prints "RESULT name value unit" lines and writes them as JSON to --json FILE.
+//   tf_cuda_bench [--model PATH] [--json FILE] [--quick]
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_profiler_api.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_backend.h"
+#include "bench/cuda/random_llama.h"
+#include "engine/sampler.h"
+#include "families/model.h"
+
+namespace {
+
+using tf::bench::LlamaShape;
+using tf::bench::RandomLlama;
+
+void ck(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+nlohmann::json g_results = nlohmann::json::object();
+void result(const std::string& name, double value, const std::string& unit) {
+  std::printf("RESULT %-44s %12.4f %s\n", name.c_str(), value, unit.c_str());
+  std::fflush(stdout);
+  g_results[name] = {{"value", value}, {"unit", unit}};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Milliseconds of fn on `s`, median of `reps` after `warm` warm-ups, by CUDA events.
+double time_ms(cudaStream_t s, int warm, int reps, const std::function<void()>& fn) {
+  cudaEvent_t a, b;
+  ck(cudaEventCreate(&a), "event");
+  ck(cudaEventCreate(&b), "event");
+  for (int i = 0; i < warm; ++i) fn();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    ck(cudaEventRecord(a, s), "record");
+    fn();
+    ck(cudaEventRecord(b, s), "record");
+    ck(cudaEventSynchronize(b), "sync");
+    float ms = 0;
+    ck(cudaEventElapsedTime(&ms, a, b), "elapsed");
+    t.push_back(ms);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return median(t);
+}
+
+double copy_bandwidth(cudaStream_t s) {
+  const std::size_t bytes = std::size_t{2} << 30;  // 2 GiB each way, far past the 60 MB L2
+  void *src = nullptr, *dst = nullptr;
+  ck(cudaMalloc(reinterpret_cast<void**>(&src), bytes), "malloc");
+  ck(cudaMalloc(reinterpret_cast<void**>(&dst), bytes), "malloc");
+  tf::cuda::fill_random_bits(src, bytes, 1, s);
+  const double ms = time_ms(s, 2, 10, [&] { ck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s), "copy"); });
+  cudaFree(src);
+  cudaFree(dst);
+  return 2.0 * static_cast<double>(bytes) / (ms * 1e-3);  // read + written
+}
+
+std::vector<std::int32_t> ids(std::int64_t n, std::int64_t vocab, std::uint64_t salt) {
+  std::vector<std::int32_t> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7919 + salt * 104729 + 13) % vocab);
+  return v;
+}
+
+// Decode speed of one stream: prefill `ctx` tokens, then `steps` greedy decode steps (host sampling, as the
+// engine does). Reports wall tokens/s and the share of the bound at the mean context.
+void bench_decode(tf::CudaBackend& be, RandomLlama& m, const std::string& tag, std::int64_t ctx, int steps, double bw,
+                  bool prefill_2k) {
+  const auto& s = m.shape();
+  tf::SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  auto run = [&](int n) {
+    auto kv = m.new_cache();
+    auto logits = m.forward(*kv, ids(ctx, s.vocab, 1), 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) {
+      const std::int32_t t = tf::sample_token(logits, greedy, 0, kv->length());
+      const std::int32_t one[1] = {t};
+      logits = m.forward(*kv, one, 1);
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  run(8);  // warm-up: captures the graphs
+  std::vector<double> tps;
+  for (int r = 0; r < 3; ++r) tps.push_back(steps / run(steps));
+  const double tok_s = median(tps);
+  const double bytes = m.weight_bytes_per_token() + m.kv_bytes_per_token(ctx + steps / 2);
+  const double bound = bw / bytes;
+  result(tag + ".decode_tokens_per_s", tok_s, "tok/s");
+  result(tag + ".bytes_per_token", bytes / 1e9, "GB");
+  result(tag + ".bound_tokens_per_s", bound, "tok/s");
+  result(tag + ".share_of_bound", tok_s / bound, "");
+  // GPU-side time of one decode forward (graph replay + the dyn and logits copies), without host recording.
+  {
+    auto kv = m.new_cache();
+    m.forward(*kv, ids(ctx, s.vocab, 2), 1);
+    const std::int32_t one[1] = {7};
+    cudaEvent_t a, b;
+    ck(cudaEventCreate(&a), "event");
+    ck(cudaEventCreate(&b), "event");
+    std::vector<double> host, gpu;
+    tf::CudaBackendStats st0{};
+    for (int i = 0; i < 8 + steps; ++i) {
+      if (i == 8) st0 = be.stats();
+      const auto t0 = std::chrono::steady_clock::now();
+      ck(cudaEventRecord(a, be.stream()), "record");
+      m.forward(*kv, one, 1);
+      ck(cudaEventRecord(b, be.stream()), "record");
+      ck(cudaEventSynchronize(b), "sync");
+      float ms = 0;
+      ck(cudaEventElapsedTime(&ms, a, b), "elapsed");
+      if (i >= 8) {
+        gpu.push_back(ms);
+        host.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+    }
+    result(tag + ".forward_gpu_ms", median(gpu), "ms");
+    result(tag + ".forward_wall_ms", median(host), "ms");
+    result(tag + ".share_of_bound_gpu_time", (bytes / bw) / (median(gpu) * 1e-3), "");
+    const auto st1 = be.stats();
+    result(tag + ".launches_per_token", static_cast<double>(st1.launches), "");
+    result(tag + ".graph_replays_per_token", static_cast<double>(st1.graph_replays - st0.graph_replays) / steps, "");
+    result(tag + ".graph_captures_per_token", static_cast<double>(st1.graph_captures - st0.graph_captures) / steps, "");
+    result(tag + ".host_plan_us_per_token", (st1.plan_us - st0.plan_us) / steps, "us");
+    result(tag + ".gpu_wait_us_per_token", (st1.wait_us - st0.wait_us) / steps, "us");
+  }
+  if (prefill_2k) {
+    const std::int64_t n = 2048;
+    std::vector<double> t;
+    for (int r = 0; r < 3; ++r) {
+      auto kv = m.new_cache();
+      const auto t0 = std::chrono::steady_clock::now();
+      for (std::int64_t at = 0; at < n; at += 512) m.forward(*kv, ids(512, s.vocab, static_cast<std::uint64_t>(at + r)), 1);
+      t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    result(tag + ".prefill_2k_tokens_per_s", static_cast<double>(n) / median(t), "tok/s");
+  }
+}
+
+// Our decode matmul vs cuBLAS bf16 over the 8B linear stack (32 layers x q, k, v, o, gate, up, down),
+// one activation row; weights distinct per layer so nothing is served from L2.
+void bench_matmul(tf::CudaBackend& be, double bw) {
+  const std::int64_t H = 4096, F = 14336, KV = 1024, L = 32;
+  struct Shape {
+    std::int64_t n, k;
+  };
+  const std::vector<Shape> shapes = {{H, H}, {KV, H}, {KV, H}, {H, H}, {F, H}, {F, H}, {H, F}};
+  cudaStream_t s = be.stream();
+  std::vector<tf::DeviceWeight> q4, dense;
+  double q4_bytes = 0, bf_bytes = 0;
+  for (std::int64_t l = 0; l < L; ++l)
+    for (const auto& sh : shapes) {
+      q4.push_back(be.random_weight(sh.n, sh.k, 4, 64, tf::HostDType::BF16, static_cast<std::uint64_t>(l * 10 + q4.size())));
+      q4_bytes += static_cast<double>(sh.n * sh.k) / 2.0 + 4.0 * static_cast<double>(sh.n * sh.k) / 64.0;
+    }
+  float *x = nullptr, *y = nullptr;
+  ck(cudaMalloc(reinterpret_cast<void**>(&x), 16 * F * 4), "malloc");
+  ck(cudaMalloc(reinterpret_cast<void**>(&y), 16 * F * 4), "malloc");
+  tf::cuda::fill_random_uniform(x, tf::cuda::ElemType::F32, 16 * F, -1.0f, 1.0f, 5, s);
+  auto ours = [&](const std::vector<tf::DeviceWeight>& ws, int rows) {
+    for (const auto& w : ws) {
+      tf::cuda::DecodeLinearArgs a;
+      a.x = x;
+      a.x_stride = w.cols;
+      a.rows = rows;
+      a.seg[0] = {be.weight_view(w), y, w.rows};
+      tf::cuda::decode_linear(a, s);
+    }
+  };
+  auto graph_of = [&](const std::function<void()>& fn) {
+    cudaGraph_t g;
+    cudaGraphExec_t e;
+    ck(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
+    fn();
+    ck(cudaStreamEndCapture(s, &g), "capture");
+    ck(cudaGraphInstantiate(&e, g, 0), "instantiate");
+    cudaGraphDestroy(g);
+    return e;
+  };
+  for (int rows : {1, 2, 4, 8, 16}) {
+    auto e = graph_of([&] { ours(q4, rows); });
+    const double ms = time_ms(s, 3, 10, [&] { ck(cudaGraphLaunch(e, s), "launch"); });
+    cudaGraphExecDestroy(e);
+    result("matmul8b.ours_q4g64_rows" + std::to_string(rows) + "_ms", ms, "ms");
+    if (rows == 1) {
+      result("matmul8b.ours_q4g64_share_of_bandwidth", (q4_bytes / bw) / (ms * 1e-3), "");
+      result("matmul8b.ours_q4g64_ms_value", ms, "ms");
+    }
+  }
+  double ours_q4_ms = g_results["matmul8b.ours_q4g64_rows1_ms"]["value"];
+  q4.clear();  // free 4.5 GB before the bf16 stack
+  for (std::int64_t l = 0; l < L; ++l)
+    for (const auto& sh : shapes) {
+      dense.push_back(be.random_weight(sh.n, sh.k, 0, 0, tf::HostDType::BF16, static_cast<std::uint64_t>(l * 10 + dense.size() + 7)));
+      bf_bytes += static_cast<double>(sh.n * sh.k) * 2.0;
+    }
+  auto e_dense = graph_of([&] { ours(dense, 1); });
+  const double ours_bf16_ms = time_ms(s, 3, 10, [&] { ck(cudaGraphLaunch(e_dense, s), "launch"); });
+  cudaGraphExecDestroy(e_dense);
+  result("matmul8b.ours_bf16_rows1_ms", ours_bf16_ms, "ms");
+  result("matmul8b.ours_bf16_share_of_bandwidth", (bf_bytes / bw) / (ours_bf16_ms * 1e-3), "");
+
+  cublasHandle_t h;
+  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate");
+  cublasSetStream(h, s);
+  __nv_bfloat16* xb = nullptr;
+  ck(cudaMalloc(reinterpret_cast<void**>(&xb), 16 * F * 2), "malloc");
+  tf::cuda::fill_random_uniform(xb, tf::cuda::ElemType::BF16, 16 * F, -1.0f, 1.0f, 9, s);
+  auto cublas = [&](int rows) {
+    const float alpha = 1.0f, beta = 0.0f;
+    for (const auto& w : dense) {
+      // y[rows, n] = x[rows, k] * W[n, k]^T: column-major C[n, rows] = W^T(op T on [k, n]) * X[k, rows].
+      const auto v = be.weight_view(w);
+      if (cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.rows), rows, static_cast<int>(w.cols), &alpha, v.data,
+                       CUDA_R_16BF, static_cast<int>(w.cols), xb, CUDA_R_16BF, static_cast<int>(w.cols), &beta, y, CUDA_R_32F,
+                       static_cast<int>(w.rows), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+        throw std::runtime_error("cublasGemmEx");
+    }
+  };
+  for (int rows : {1, 16}) {
+    cublas(rows);  // warm-up outside capture (heuristics, workspace)
+    ck(cudaStreamSynchronize(s), "sync");
+    auto e = graph_of([&] { cublas(rows); });
+    const double ms = time_ms(s, 3, 10, [&] { ck(cudaGraphLaunch(e, s), "launch"); });
+    cudaGraphExecDestroy(e);
+    result("matmul8b.cublas_bf16_rows" + std::to_string(rows) + "_ms", ms, "ms");
+    if (rows == 1) {
+      result("matmul8b.cublas_bf16_share_of_bandwidth", (bf_bytes / bw) / (ms * 1e-3), "");
+      result("matmul8b.ratio_cublas_bf16_over_ours_q4", ms / ours_q4_ms, "x");
+      result("matmul8b.ratio_cublas_bf16_over_ours_bf16", ms / ours_bf16_ms, "x");
+    }
+  }
+  cublasDestroy(h);
+  cudaFree(xb);
+  cudaFree(x);
+  cudaFree(y);
+}
+
+// A few decode steps between cudaProfilerStart/Stop, for `ncu --profile-from-start off` (per-kernel times).
+void bench_profile(const LlamaShape& shape) {
+  auto b = tf::make_cuda_backend();
+  RandomLlama m(*b, shape, 21);
+  auto kv = m.new_cache();
+  m.forward(*kv, ids(64, shape.vocab, 4), 1);
+  const std::int32_t one[1] = {5};
+  m.forward(*kv, one, 1);
+  m.forward(*kv, one, 1);
+  ck(cudaDeviceSynchronize(), "sync");
+  ck(cudaProfilerStart(), "profiler start");
+  for (int i = 0; i < 2; ++i) m.forward(*kv, one, 1);
+  ck(cudaProfilerStop(), "profiler stop");
+}
+
+LlamaShape smollm2_shape() {
+  LlamaShape s;
+  s.name = "smollm2_135m_shape";
+  s.hidden = 576;
+  s.layers = 30;
+  s.heads = 9;
+  s.kv_heads = 3;
+  s.head_dim = 64;
+  s.ffn = 1536;
+  s.vocab = 49152;
+  s.bits = 4;
+  s.group = 32;
+  s.scale_type = tf::HostDType::F16;
+  s.embed_bits = 8;
+  s.tied = true;
+  s.rope_base = 100000.0f;
+  s.interleaved = true;
+  return s;
+}
+LlamaShape llama8b_shape() {
+  LlamaShape s;
+  s.name = "llama_8b_shape";
+  s.hidden = 4096;
+  s.layers = 32;
+  s.heads = 32;
+  s.kv_heads = 8;
+  s.head_dim = 128;
+  s.ffn = 14336;
+  s.vocab = 128256;
+  s.bits = 4;
+  s.group = 64;
+  s.scale_type = tf::HostDType::BF16;
+  s.embed_bits = 4;
+  s.rope_base = 500000.0f;
+  return s;
+}
+LlamaShape class27b_shape() {
+  LlamaShape s;
+  s.name = "class_27b_shape";
+  s.hidden = 5120;
+  s.layers = 64;
+  s.heads = 24;
+  s.kv_heads = 4;
+  s.head_dim = 256;
+  s.ffn = 17408;
+  s.vocab = 248320;
+  s.bits = 4;
+  s.group = 64;
+  s.scale_type = tf::HostDType::BF16;
+  s.embed_bits = 4;
+  s.rope_base = 1000000.0f;
+  return s;
+}
+
+// The real default model through the llama family (GGUF Q4_1): decode tokens/s, one stream, greedy.
+void bench_model(tf::CudaBackend& be, const std::string& path, double bw) {
+  auto model = tf::load_model(path, be);
+  const auto vocab = model->info().vocab;
+  tf::SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  const int steps = 256;
+  std::vector<double> tps;
+  for (int r = 0; r < 4; ++r) {
+    auto st = model->new_state();
+    auto logits = model->forward(*st, ids(64, vocab, 3), 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < steps; ++i) {
+      const std::int32_t one[1] = {tf::sample_token(logits, greedy, 0, st->length())};
+      logits = model->forward(*st, one, 1);
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (r > 0) tps.push_back(steps / s);
+  }
+  const double tok_s = median(tps);
+  // Weights read per token: all of them (SmolLM2 ties its output projection to the embedding table).
+  const double bytes = static_cast<double>(be.weight_bytes()) + 2.0 * 30 * 3 * 64 * 4 * (64 + steps / 2);
+  result("smollm2_q4_1.decode_tokens_per_s", tok_s, "tok/s");
+  result("smollm2_q4_1.bytes_per_token", bytes / 1e9, "GB");
+  result("smollm2_q4_1.share_of_bound", tok_s / (bw / bytes), "");
+  result("smollm2_q4_1.launches_per_token", static_cast<double>(be.stats().launches), "");
+  be.set_graphs(false);
+  {
+    auto st = model->new_state();
+    auto logits = model->forward(*st, ids(64, vocab, 3), 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 128; ++i) {
+      const std::int32_t one[1] = {tf::sample_token(logits, greedy, 0, st->length())};
+      logits = model->forward(*st, one, 1);
+    }
+    result("smollm2_q4_1.decode_tokens_per_s_no_graphs",
+           128 / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), "tok/s");
+  }
+  be.set_graphs(true);
+  std::vector<double> t;
+  for (int r = 0; r < 3; ++r) {
+    auto st = model->new_state();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::int64_t at = 0; at < 2048; at += 512) model->forward(*st, ids(512, vocab, static_cast<std::uint64_t>(at + r)), 1);
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  result("smollm2_q4_1.prefill_2k_tokens_per_s", 2048.0 / median(t), "tok/s");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model_path, json_path;
+  std::vector<std::string> sections;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--model" && i + 1 < argc) model_path = argv[++i];
+    else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
+    else if (a == "--section" && i + 1 < argc) sections.push_back(argv[++i]);
+    else if (a == "--quick") quick = true;
+    else {
+      std::fprintf(stderr,
+                   "usage: tf_cuda_bench [--section smollm2_shape|llama8b|class27b|matmul|model]... [--model PATH] "
+                   "[--json FILE] [--quick]\n");
+      return 2;
+    }
+  }
+  if (sections.empty()) {
+    sections = {"smollm2_shape", "llama8b", "class27b", "matmul"};
+    if (!model_path.empty()) sections.insert(sections.begin(), "model");
+  }
+  try {
+    auto be = tf::make_cuda_backend();
+    cudaDeviceProp p{};
+    ck(cudaGetDeviceProperties(&p, 0), "props");
+    std::printf("device: %s, %d SMs, L2 %d MB\n", p.name, p.multiProcessorCount, p.l2CacheSize >> 20);
+    const double bw = copy_bandwidth(be->stream());
+    result("copy_bandwidth", bw / 1e12, "TB/s");
+    for (const auto& sec : sections) {
+      if (sec == "model") {
+        if (model_path.empty()) throw std::runtime_error("--section model needs --model");
+        bench_model(*be, model_path, bw);
+      } else if (sec == "smollm2_shape") {
+        auto b = tf::make_cuda_backend();
+        RandomLlama m(*b, smollm2_shape(), 11);
+        bench_decode(*b, m, "smollm2_shape_random", 64, 256, bw, !quick);
+      } else if (sec == "llama8b") {
+        auto b = tf::make_cuda_backend();
+        RandomLlama m(*b, llama8b_shape(), 12);
+        bench_decode(*b, m, "llama8b_q4g64", 512, 128, bw, !quick);
+      } else if (sec == "class27b") {
+        auto b = tf::make_cuda_backend();
+        RandomLlama m(*b, class27b_shape(), 13);
+        bench_decode(*b, m, "class27b_q4g64", 256, 64, bw, false);
+      } else if (sec == "profile_smollm2") {
+        bench_profile(smollm2_shape());
+      } else if (sec == "profile_8b") {
+        bench_profile(llama8b_shape());
+      } else if (sec == "matmul") {
+        auto b = tf::make_cuda_backend();
+        bench_matmul(*b, bw);
+      } else {
+        throw std::runtime_error("unknown section " + sec);
+      }
+    }
+    if (!json_path.empty()) std::ofstream(json_path) << g_results.dump(1) << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tf_cuda_bench: %s\n", e.what());
+    if (!json_path.empty()) std::ofstream(json_path) << g_results.dump(1) << "\n";
+    return 1;
+  }
+}

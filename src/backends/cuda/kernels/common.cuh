@@ -1,0 +1,114 @@
+#pragma once
+// Device helpers shared by the kernels. Compiled with -fmad=false: every fused multiply-add is written out
+// (__fmaf_rn), every other float operation rounds on its own.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "backends/cuda/kernels/kernels.h"
+
+namespace tf::cuda {
+
+inline void check_launch(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA kernel ") + what + ": " + cudaGetErrorString(e));
+}
+
+template <typename T>
+__device__ __forceinline__ float to_float(T v);
+template <>
+__device__ __forceinline__ float to_float<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ float to_float<__half>(__half v) { return __half2float(v); }
+template <>
+__device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <ElemType E>
+struct ElemOf;
+template <>
+struct ElemOf<ElemType::F32> { using type = float; };
+template <>
+struct ElemOf<ElemType::F16> { using type = __half; };
+template <>
+struct ElemOf<ElemType::BF16> { using type = __nv_bfloat16; };
+
+template <ElemType E>
+__device__ __forceinline__ float load_elem(const void* p, std::int64_t i) {
+  return to_float(static_cast<const typename ElemOf<E>::type*>(p)[i]);
+}
+
+// A 16-byte load that bypasses L1 allocation: weights are streamed once per token.
+__device__ __forceinline__ uint4 ldg_stream(const void* p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+  return r;
+}
+
+// Sum over the 32 lanes by the xor butterfly 16, 8, 4, 2, 1: every lane ends with the same bits.
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Code i (0-based) of a row's LSB-first bitstream of `bits`-bit codes in uint32 words.
+__device__ __forceinline__ unsigned int code_at(const std::uint32_t* row, std::int64_t i, int bits) {
+  const std::int64_t bit = i * bits;
+  const std::int64_t w = bit >> 5;
+  const int sh = static_cast<int>(bit & 31);
+  unsigned int v = row[w] >> sh;
+  if (sh + bits > 32) v |= row[w + 1] << (32 - sh);
+  return v & ((1u << bits) - 1u);
+}
+
+__host__ __device__ inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Programmatic dependent launch (sm_90): kernels are launched with programmatic stream serialization, so
+// the next kernel's blocks may start while this one drains. pdl_launch() lets the next kernel start;
+// pdl_wait() blocks until every earlier kernel has finished and its writes are visible. Every kernel calls
+// pdl_wait() before it reads an activation or writes anything; only reads of weights (never written) may
+// come before it. Without the launch attribute (or before sm_90) both are no-ops.
+__device__ __forceinline__ void pdl_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Programmatic dependent launch is on unless TF_CUDA_PDL=0 (for A/B measurements).
+bool pdl_enabled();
+
+// Launches `kernel` with programmatic stream serialization allowed.
+template <typename... KArgs, typename... Args>
+void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t s, Args&&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA launch: ") + cudaGetErrorString(e));
+}
+
+}  // namespace tf::cuda

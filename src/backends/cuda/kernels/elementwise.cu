@@ -1,0 +1,134 @@
+// Elementwise kernels: add, SwiGLU (silu(gate) * up), row copies, conversions, random fills for tests and
+// benchmarks (weights generated on the device, never stored).
+#include <cstdlib>
+
+#include "backends/cuda/kernels/common.cuh"
+
+namespace tf::cuda {
+namespace {
+
+__global__ void add_kernel(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out,
+                           std::int64_t n) {
+  pdl_launch();
+  pdl_wait();
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    out[i] = __fadd_rn(a[i], b[i]);
+}
+
+__global__ void swiglu_kernel(const float* __restrict__ g, const float* __restrict__ u, float* __restrict__ out,
+                              std::int64_t n) {
+  pdl_launch();
+  pdl_wait();
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const float x = g[i];
+    const float silu = __fdiv_rn(x, __fadd_rn(1.0f, expf(-x)));  // the decode kernel's epilogue, same steps
+    out[i] = __fmul_rn(silu, u[i]);
+  }
+}
+
+__global__ void copy_kernel(const float* __restrict__ in, float* __restrict__ out, std::int64_t n) {
+  pdl_launch();
+  pdl_wait();
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    out[i] = in[i];
+}
+
+template <ElemType E>
+__global__ void convert_kernel(const void* in, float* out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    out[i] = load_elem<E>(in, i);
+}
+
+__device__ __forceinline__ std::uint64_t splitmix(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+__global__ void fill_bits_kernel(std::uint64_t* p, std::int64_t words, std::uint64_t seed) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < words;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    p[i] = splitmix(seed ^ splitmix(static_cast<std::uint64_t>(i)));
+}
+
+template <ElemType E>
+__global__ void fill_uniform_kernel(void* p, std::int64_t n, float lo, float hi, std::uint64_t seed) {
+  using T = typename ElemOf<E>::type;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::uint64_t r = splitmix(seed ^ splitmix(static_cast<std::uint64_t>(i)));
+    const float u = static_cast<float>(r >> 40) * (1.0f / 16777216.0f);
+    const float v = __fadd_rn(lo, __fmul_rn(u, __fsub_rn(hi, lo)));
+    if constexpr (E == ElemType::F32) static_cast<T*>(p)[i] = v;
+    else if constexpr (E == ElemType::F16) static_cast<T*>(p)[i] = __float2half_rn(v);
+    else static_cast<T*>(p)[i] = __float2bfloat16_rn(v);
+  }
+}
+
+unsigned int grid_for(std::int64_t n) {
+  const std::int64_t b = ceil_div(n, 256);
+  return static_cast<unsigned int>(b < 1 ? 1 : (b > 65536 ? 65536 : b));
+}
+
+}  // namespace
+
+bool pdl_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("TF_CUDA_PDL");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
+
+void add(const float* a, const float* b, float* out, std::int64_t n, cudaStream_t s) {
+  if (n <= 0) return;
+  launch_pdl(add_kernel, dim3(grid_for(n)), dim3(256), 0, s, a, b, out, n);
+  check_launch("add");
+}
+
+void swiglu(const float* gate, const float* up, float* out, std::int64_t n, cudaStream_t s) {
+  if (n <= 0) return;
+  launch_pdl(swiglu_kernel, dim3(grid_for(n)), dim3(256), 0, s, gate, up, out, n);
+  check_launch("swiglu");
+}
+
+void copy_rows(const float* x, std::int64_t first, std::int64_t n, std::int64_t cols, float* out, cudaStream_t s) {
+  if (n <= 0) return;
+  launch_pdl(copy_kernel, dim3(grid_for(n * cols)), dim3(256), 0, s, x + first * cols, out, n * cols);
+  check_launch("copy_rows");
+}
+
+void convert_to_f32(const void* in, ElemType t, float* out, std::int64_t n, cudaStream_t s) {
+  if (n <= 0) return;
+  switch (t) {
+    case ElemType::F32: convert_kernel<ElemType::F32><<<grid_for(n), 256, 0, s>>>(in, out, n); break;
+    case ElemType::F16: convert_kernel<ElemType::F16><<<grid_for(n), 256, 0, s>>>(in, out, n); break;
+    case ElemType::BF16: convert_kernel<ElemType::BF16><<<grid_for(n), 256, 0, s>>>(in, out, n); break;
+  }
+  check_launch("convert_to_f32");
+}
+
+void fill_random_bits(void* p, std::size_t bytes, std::uint64_t seed, cudaStream_t s) {
+  if (bytes % 8 != 0) throw std::invalid_argument("fill_random_bits: bytes must be a multiple of 8");
+  const auto words = static_cast<std::int64_t>(bytes / 8);
+  if (words == 0) return;
+  fill_bits_kernel<<<grid_for(words), 256, 0, s>>>(static_cast<std::uint64_t*>(p), words, seed);
+  check_launch("fill_random_bits");
+}
+
+void fill_random_uniform(void* p, ElemType t, std::int64_t n, float lo, float hi, std::uint64_t seed, cudaStream_t s) {
+  if (n <= 0) return;
+  switch (t) {
+    case ElemType::F32: fill_uniform_kernel<ElemType::F32><<<grid_for(n), 256, 0, s>>>(p, n, lo, hi, seed); break;
+    case ElemType::F16: fill_uniform_kernel<ElemType::F16><<<grid_for(n), 256, 0, s>>>(p, n, lo, hi, seed); break;
+    case ElemType::BF16: fill_uniform_kernel<ElemType::BF16><<<grid_for(n), 256, 0, s>>>(p, n, lo, hi, seed); break;
+  }
+  check_launch("fill_random_uniform");
+}
+
+}  // namespace tf::cuda

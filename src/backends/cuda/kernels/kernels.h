@@ -1,0 +1,170 @@
+#pragma once
+// Host-side entry points of the CUDA kernels (one job per .cu file in this folder). Plain C++: no CUDA
+// syntax here, so the backend, the tests and the benchmarks include it from ordinary .cpp files.
+//
+// Activations are float32 [rows, cols] row-major with a row stride in elements. Weights are affine
+// group-quantized (MLX layout: uint32 words, codes LSB-first, one bitstream per row; a scale and a bias per
+// group; w = scale * q + bias) or dense (f32 / f16 / bf16 elements). Accumulation is float32 everywhere.
+// Every kernel here is compiled with -fmad=false and states its fused multiply-adds explicitly, so the
+// arithmetic of one row is what the source says, whatever the instantiation or launch shape.
+#include <cstddef>
+#include <cstdint>
+
+struct CUstream_st;
+using cudaStream_t = CUstream_st*;
+
+namespace tf::cuda {
+
+enum class ElemType : int { F32 = 0, F16 = 1, BF16 = 2 };
+
+std::size_t elem_bytes(ElemType t);
+
+// A weight on the device as the kernels see it: [rows (out), cols (in)].
+struct WeightView {
+  const void* data = nullptr;    // packed codes (bits > 0) or dense elements of `dtype`
+  const void* scales = nullptr;  // [rows, cols / group] of `dtype` (affine only)
+  const void* biases = nullptr;
+  int bits = 0;                  // 0: dense
+  int group = 0;
+  ElemType dtype = ElemType::F32;  // dense element type, or the scale/bias type
+  std::int64_t rows = 0, cols = 0;
+};
+
+// ---- linear: y[r, n] = sum_k x[r, k] * w[n, k] ----------------------------------------------------------
+// The decode kernel (1..16 rows). Each output element is reduced in an order fixed by the weight's shape
+// alone (chunk c of a weight row goes to thread c % T, T a function of cols; a fixed shuffle tree, then the
+// warps in order), so a row's result is bit-identical whatever the number of rows in the call.
+// Up to 3 weights that read the same x (same cols, bits, group, dtype) run in one launch; with
+// `swiglu_out` set, segment 0 is the gate and segment 1 the up projection (same rows) and the kernel also
+// writes silu(gate) * up. A segment's `out` may be null (not materialized).
+constexpr int kMaxDecodeRows = 16;
+struct LinearSegment {
+  WeightView w;
+  float* out = nullptr;
+  std::int64_t out_stride = 0;
+};
+struct DecodeLinearArgs {
+  const float* x = nullptr;
+  std::int64_t x_stride = 0;
+  int rows = 0;  // 1..16
+  LinearSegment seg[3];
+  int segments = 1;
+  float* swiglu_out = nullptr;
+  std::int64_t swiglu_stride = 0;
+  // Fused RMSNorm (used for small cols): the kernel's input is rms_norm(x (+ norm_b)) * norm_w, formed per
+  // row in the kernel (a fixed-order sum of squares per row); the first warp of the grid also writes
+  // x + norm_b to norm_sum (the residual stream) when it is set. norm_b/norm_sum share x's stride.
+  const float* norm_w = nullptr;
+  const float* norm_b = nullptr;
+  float* norm_sum = nullptr;
+  float norm_eps = 0.0f;
+};
+// The widest input for which decode_linear fuses an RMSNorm (every warp re-reads its rows of x).
+constexpr std::int64_t kMaxFusedNormCols = 2048;
+bool decode_linear_supported(const WeightView& w);
+void decode_linear(const DecodeLinearArgs& a, cudaStream_t s);
+// The number of threads that share one weight row in decode_linear (a function of the weight shape only).
+int decode_linear_threads(const WeightView& w);
+
+// The prefill GEMM (any number of rows; tiled, float32 accumulation, weights dequantized into shared
+// memory). Not row-invariant across row counts, and need not be: the chunk plan fixes its shapes.
+void prefill_linear(const float* x, std::int64_t x_stride, std::int64_t rows, const WeightView& w, float* y,
+                    std::int64_t y_stride, cudaStream_t s);
+
+// ---- elementwise and norms --------------------------------------------------------------------------
+// out = rms_norm(a (+ b)) * weight; when b is set, also sum_out = a + b (the residual stream).
+void rms_norm(const float* a, const float* b, float* sum_out, float* out, const float* weight, std::int64_t rows,
+              std::int64_t cols, float eps, cudaStream_t s);
+void add(const float* a, const float* b, float* out, std::int64_t n, cudaStream_t s);
+void swiglu(const float* gate, const float* up, float* out, std::int64_t n, cudaStream_t s);
+// Copies rows [first, first + n) of x [*, cols] into out [n, cols].
+void copy_rows(const float* x, std::int64_t first, std::int64_t n, std::int64_t cols, float* out, cudaStream_t s);
+
+// ---- embedding: out[r] = dequantized row ids[r] of the table (ids on the device) --------------------------
+void embed(const WeightView& table, const std::int32_t* ids, std::int64_t rows, float* out, cudaStream_t s);
+
+// ---- RoPE ---------------------------------------------------------------------------------------------
+// Rotates x [rows, heads * head_dim] by positions pos[r] (on the device). inv_freq[i] (device, head_dim/2
+// values) is the angle per position of pair i, freq factors folded in. Pairs (2i, 2i+1) when interleaved,
+// else (i, i + head_dim/2).
+void rope(const float* x, float* out, std::int64_t rows, int heads, int head_dim, const std::int64_t* pos,
+          const float* inv_freq, bool interleaved, cudaStream_t s);
+
+// ---- KV cache and attention -------------------------------------------------------------------------
+// One query row's view of its stream's cache for one layer: K and V are [kv_heads, cap, head_dim] float32.
+struct AttnRow {
+  float* k = nullptr;
+  float* v = nullptr;
+  std::int32_t len = 0;  // positions this row attends over (0 .. len - 1)
+  std::int32_t cap = 0;
+  std::int32_t write_pos = 0;  // where kv_write stores this row's k and v
+  std::int32_t pad = 0;
+};
+// Stores k, v [rows, kv_heads * head_dim] at rows[r].write_pos.
+void kv_write(const AttnRow* rows, const float* k, const float* v, std::int64_t n_rows, int kv_heads, int head_dim,
+              cudaStream_t s);
+
+// RoPE of q and k fused with kv_write: q_out = rope(q); the cache of rows[r] gets rope(k[r]) and v[r] at
+// rows[r].write_pos. The same rotation as rope(), bit for bit.
+void rope_kv_write(const float* q, const float* k, const float* v, float* q_out, const AttnRow* rows,
+                   const std::int64_t* pos, const float* inv_freq, bool interleaved, std::int64_t n_rows, int heads,
+                   int kv_heads, int head_dim, cudaStream_t s);
+
+// Decode attention: each query row attends over its own cache, split along the cache at fixed boundaries
+// (kAttnSplit positions), the splits combined in split order by the last block to finish; the result of a
+// row depends on its query, its cache and its length only. `max_splits` sizes the grid (ceil(cap /
+// kAttnSplit) over the rows); blocks past a row's length exit. `work` holds max_splits partials per
+// (row, head); `counters` one zeroed int per (row, head) (the kernel leaves them zero).
+constexpr int kAttnSplit = 64;
+struct DecodeAttnArgs {
+  const float* q = nullptr;  // [rows, heads * head_dim]
+  float* out = nullptr;      // [rows, heads * head_dim]
+  const AttnRow* rows = nullptr;
+  int n_rows = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  float scale = 1.0f;
+  int max_splits = 1;
+  float* work = nullptr;      // n_rows * heads * max_splits * (head_dim + 2) floats
+  unsigned int* counters = nullptr;  // n_rows * heads
+};
+void decode_attention(const DecodeAttnArgs& a, cudaStream_t s);
+// Sets kernel attributes (shared memory limits) once; the backend calls it before any graph capture.
+void prepare_decode_attention();
+std::size_t decode_attention_work_floats(int n_rows, int heads, int head_dim, int max_splits);
+
+// Prefill attention (flash-style, causal, GQA) for one stream: query row i (position start + i) attends
+// over cache positions 0 .. start + i. K/V [kv_heads, cap, head_dim]; `start` on the device.
+struct PrefillAttnArgs {
+  const float* q = nullptr;
+  float* out = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  int cap = 0;
+  const std::int64_t* start = nullptr;
+  int n_rows = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  float scale = 1.0f;
+};
+void prefill_attention(const PrefillAttnArgs& a, cudaStream_t s);
+
+// ---- sampling (the engine's sample_token on the device) -------------------------------------------------
+struct SampleArgs {
+  float temperature = 1.0f;
+  int top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  std::uint64_t seed = 0;
+  std::int64_t position = 0;
+};
+// Samples one token per row of logits [rows, vocab] (device). Writes tokens to `out_host`. Synchronous.
+void sample_tokens(const float* logits, std::int64_t rows, std::int64_t vocab, const SampleArgs* args,
+                   std::int32_t* out_host, cudaStream_t s);
+// Gumbel noise for (seed, position, token) computed on the device, for bit-exactness tests.
+void gumbel_noise_device(std::uint64_t seed, std::int64_t position, const std::int32_t* tokens_dev, std::int64_t n,
+                         double* out_dev, cudaStream_t s);
+
+// ---- misc -------------------------------------------------------------------------------------------
+void convert_to_f32(const void* in, ElemType t, float* out, std::int64_t n, cudaStream_t s);
+void fill_random_bits(void* p, std::size_t bytes, std::uint64_t seed, cudaStream_t s);
+// Fills n elements of type t with uniform values in [lo, hi).
+void fill_random_uniform(void* p, ElemType t, std::int64_t n, float lo, float hi, std::uint64_t seed, cudaStream_t s);
+
+}  // namespace tf::cuda

@@ -1,0 +1,78 @@
+// RMSNorm with the residual add fused: sum = a + b (written when asked), out = sum * rsqrt(mean(sum^2) + eps)
+// * weight. One block per row; the sum of squares is reduced in a fixed order (thread-strided partials, the
+// lane butterfly, the warps in order), so a row's result never depends on the other rows.
+#include "backends/cuda/kernels/common.cuh"
+
+namespace tf::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// MAXV: values per thread kept in registers (cols <= kThreads * MAXV), so the row is read once.
+template <int MAXV>
+__global__ void __launch_bounds__(kThreads) rms_norm_kernel(const float* __restrict__ a, const float* __restrict__ b,
+                                                            float* __restrict__ sum_out, float* __restrict__ out,
+                                                            const float* __restrict__ weight, std::int64_t cols,
+                                                            float eps) {
+  pdl_launch();
+  pdl_wait();
+  const std::int64_t row = blockIdx.x;
+  const float* ar = a + row * cols;
+  const float* br = b != nullptr ? b + row * cols : nullptr;
+  float v[MAXV];
+#pragma unroll
+  for (int k = 0; k < MAXV; ++k) {
+    const std::int64_t i = threadIdx.x + static_cast<std::int64_t>(k) * kThreads;
+    v[k] = i < cols ? ar[i] : 0.0f;
+  }
+  if (br != nullptr) {
+#pragma unroll
+    for (int k = 0; k < MAXV; ++k) {
+      const std::int64_t i = threadIdx.x + static_cast<std::int64_t>(k) * kThreads;
+      if (i < cols) {
+        v[k] = __fadd_rn(v[k], br[i]);
+        if (sum_out != nullptr) sum_out[row * cols + i] = v[k];
+      }
+    }
+  }
+  float ss = 0.0f;
+#pragma unroll
+  for (int k = 0; k < MAXV; ++k)
+    if (threadIdx.x + static_cast<std::int64_t>(k) * kThreads < cols) ss = __fmaf_rn(v[k], v[k], ss);
+  __shared__ float part[kThreads / 32];
+  ss = warp_sum(ss);
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
+  __syncthreads();
+  float total = part[0];
+#pragma unroll
+  for (int w = 1; w < kThreads / 32; ++w) total = __fadd_rn(total, part[w]);
+  const float inv = rsqrtf(__fadd_rn(__fdiv_rn(total, static_cast<float>(cols)), eps));
+#pragma unroll
+  for (int k = 0; k < MAXV; ++k) {
+    const std::int64_t i = threadIdx.x + static_cast<std::int64_t>(k) * kThreads;
+    if (i < cols) out[row * cols + i] = __fmul_rn(__fmul_rn(v[k], inv), weight[i]);
+  }
+}
+
+template <int MAXV>
+void launch(const float* a, const float* b, float* sum_out, float* out, const float* weight, std::int64_t rows,
+            std::int64_t cols, float eps, cudaStream_t s) {
+  launch_pdl(rms_norm_kernel<MAXV>, dim3(static_cast<unsigned int>(rows)), dim3(kThreads), 0, s, a, b, sum_out, out,
+             weight, cols, eps);
+}
+
+}  // namespace
+
+void rms_norm(const float* a, const float* b, float* sum_out, float* out, const float* weight, std::int64_t rows,
+              std::int64_t cols, float eps, cudaStream_t s) {
+  if (rows <= 0) return;
+  if (cols <= kThreads * 4) launch<4>(a, b, sum_out, out, weight, rows, cols, eps, s);
+  else if (cols <= kThreads * 8) launch<8>(a, b, sum_out, out, weight, rows, cols, eps, s);
+  else if (cols <= kThreads * 16) launch<16>(a, b, sum_out, out, weight, rows, cols, eps, s);
+  else if (cols <= kThreads * 24) launch<24>(a, b, sum_out, out, weight, rows, cols, eps, s);
+  else if (cols <= kThreads * 32) launch<32>(a, b, sum_out, out, weight, rows, cols, eps, s);
+  else throw std::invalid_argument("rms_norm: at most 8192 columns");
+  check_launch("rms_norm");
+}
+
+}  // namespace tf::cuda

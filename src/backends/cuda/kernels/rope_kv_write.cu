@@ -1,0 +1,62 @@
+// RoPE of q and k fused with the KV-cache write: one launch where the tape had three (rope q, rope k, the
+// cache write). Row r: q_out[r] = rope(q[r]); the cache of rows[r] gets rope(k[r]) and v[r] at
+// rows[r].write_pos. The rotation is rope.cu's, step for step, so fused and unfused give the same bits.
+#include "backends/cuda/kernels/common.cuh"
+
+namespace tf::cuda {
+namespace {
+
+__device__ __forceinline__ void rotate(float x0, float x1, float p, float inv, float& y0, float& y1) {
+  float sn, cs;
+  sincosf(__fmul_rn(p, inv), &sn, &cs);
+  y0 = __fsub_rn(__fmul_rn(x0, cs), __fmul_rn(x1, sn));
+  y1 = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, cs));
+}
+
+__global__ void rope_kv_write_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                                     float* __restrict__ q_out, const AttnRow* __restrict__ rows,
+                                     const std::int64_t* __restrict__ pos, const float* __restrict__ inv_freq,
+                                     bool interleaved, int heads, int kv_heads, int head_dim) {
+  pdl_launch();
+  pdl_wait();
+  const std::int64_t r = blockIdx.x;
+  const AttnRow row = rows[r];
+  const int half = head_dim / 2;
+  const float p = static_cast<float>(pos[r]);
+  const std::int64_t qbase = r * static_cast<std::int64_t>(heads) * head_dim;
+  const std::int64_t kbase = r * static_cast<std::int64_t>(kv_heads) * head_dim;
+  for (int t = threadIdx.x; t < heads * half; t += blockDim.x) {
+    const int h = t / half, i = t % half;
+    const int i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + half;
+    float y0, y1;
+    rotate(q[qbase + h * head_dim + i0], q[qbase + h * head_dim + i1], p, inv_freq[i], y0, y1);
+    q_out[qbase + h * head_dim + i0] = y0;
+    q_out[qbase + h * head_dim + i1] = y1;
+  }
+  for (int t = threadIdx.x; t < kv_heads * half; t += blockDim.x) {
+    const int h = t / half, i = t % half;
+    const int i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + half;
+    float y0, y1;
+    rotate(k[kbase + h * head_dim + i0], k[kbase + h * head_dim + i1], p, inv_freq[i], y0, y1);
+    const std::int64_t at = (static_cast<std::int64_t>(h) * row.cap + row.write_pos) * head_dim;
+    row.k[at + i0] = y0;
+    row.k[at + i1] = y1;
+  }
+  for (int t = threadIdx.x; t < kv_heads * head_dim; t += blockDim.x) {
+    const int h = t / head_dim, d = t % head_dim;
+    row.v[(static_cast<std::int64_t>(h) * row.cap + row.write_pos) * head_dim + d] = v[kbase + t];
+  }
+}
+
+}  // namespace
+
+void rope_kv_write(const float* q, const float* k, const float* v, float* q_out, const AttnRow* rows,
+                   const std::int64_t* pos, const float* inv_freq, bool interleaved, std::int64_t n_rows, int heads,
+                   int kv_heads, int head_dim, cudaStream_t s) {
+  if (n_rows <= 0) return;
+  if (head_dim % 2 != 0) throw std::invalid_argument("rope_kv_write: head_dim must be even");
+  launch_pdl(rope_kv_write_kernel, dim3(static_cast<unsigned int>(n_rows)), dim3(256), 0, s, q, k, v, q_out, rows, pos,
+             inv_freq, interleaved, heads, kv_heads, head_dim);
+}
+
+}  // namespace tf::cuda

@@ -1,0 +1,557 @@
+// Each CUDA kernel against a float64 CPU reference: ||out - ref|| / ||ref|| on fresh random inputs, outputs
+// poisoned (NaN) before every run so an unwritten element fails. Runs only on a machine with a GPU.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "cuda_test_util.h"
+#include "engine/keyed_noise.h"
+#include "engine/sampler.h"
+
+namespace tf::cuda::test {
+namespace {
+
+constexpr double kF32Tol = 1e-5;
+
+struct LinCase {
+  int bits, group;
+  ElemType dtype;
+  std::int64_t n, k;
+};
+
+std::string name(const LinCase& c) {
+  const char* t = c.dtype == ElemType::F32 ? "f32" : c.dtype == ElemType::F16 ? "f16" : "bf16";
+  return "bits" + std::to_string(c.bits) + "_g" + std::to_string(c.group) + "_" + t + "_" + std::to_string(c.n) + "x" +
+         std::to_string(c.k);
+}
+
+std::vector<LinCase> linear_cases() {
+  std::vector<LinCase> v;
+  for (int bits : {4, 8})
+    for (int g : {32, 64, 128})
+      for (ElemType t : {ElemType::F32, ElemType::F16, ElemType::BF16}) v.push_back({bits, g, t, 300, 1024});
+  v.push_back({4, 32, ElemType::F16, 1536, 576});  // SmolLM2 Q4_1 shapes
+  v.push_back({8, 32, ElemType::F16, 576, 1536});
+  v.push_back({4, 64, ElemType::BF16, 200, 14336});  // 8B down projection's K
+  for (ElemType t : {ElemType::F32, ElemType::F16, ElemType::BF16}) v.push_back({0, 0, t, 300, 1024});
+  return v;
+}
+
+TEST(CudaKernels, DecodeLinearMatchesFloat64) {
+  TF_NEED_GPU();
+  for (const auto& c : linear_cases()) {
+    const HostW hw = make_weight(c.n, c.k, c.bits, c.group, c.dtype);
+    DevW dw(hw);
+    for (int rows : {1, 2, 3, 5, 8, 16}) {
+      const auto x = random_floats(static_cast<std::size_t>(rows * c.k));
+      DevBuf<float> dx(x), dy(static_cast<std::size_t>(rows * c.n));
+      dy.poison();
+      DecodeLinearArgs a;
+      a.x = dx.p;
+      a.x_stride = c.k;
+      a.rows = rows;
+      a.seg[0] = {dw.view, dy.p, c.n};
+      decode_linear(a, nullptr);
+      const double e = rel_err(dy.download(), ref_linear(x, rows, hw));
+      EXPECT_LT(e, kF32Tol) << name(c) << " rows " << rows;
+    }
+  }
+}
+
+TEST(CudaKernels, DecodeLinearSegmentsAndSwiglu) {
+  TF_NEED_GPU();
+  const std::int64_t k = 576;
+  const HostW q = make_weight(576, k, 4, 32, ElemType::F16), kk = make_weight(192, k, 4, 32, ElemType::F16),
+              v = make_weight(192, k, 4, 32, ElemType::F16);
+  DevW dq(q), dk(kk), dv(v);
+  for (int rows : {1, 4, 16}) {
+    const auto x = random_floats(static_cast<std::size_t>(rows * k));
+    DevBuf<float> dx(x), yq(static_cast<std::size_t>(rows * 576)), yk(static_cast<std::size_t>(rows * 192)),
+        yv(static_cast<std::size_t>(rows * 192));
+    yq.poison();
+    yk.poison();
+    yv.poison();
+    DecodeLinearArgs a;
+    a.x = dx.p;
+    a.x_stride = k;
+    a.rows = rows;
+    a.segments = 3;
+    a.seg[0] = {dq.view, yq.p, 576};
+    a.seg[1] = {dk.view, yk.p, 192};
+    a.seg[2] = {dv.view, yv.p, 192};
+    decode_linear(a, nullptr);
+    EXPECT_LT(rel_err(yq.download(), ref_linear(x, rows, q)), kF32Tol) << rows;
+    EXPECT_LT(rel_err(yk.download(), ref_linear(x, rows, kk)), kF32Tol) << rows;
+    EXPECT_LT(rel_err(yv.download(), ref_linear(x, rows, v)), kF32Tol) << rows;
+  }
+  const HostW g = make_weight(1536, k, 4, 64, ElemType::BF16), u = make_weight(1536, k, 4, 64, ElemType::BF16);
+  DevW dg(g), du(u);
+  for (int rows : {1, 3, 16}) {
+    const auto x = random_floats(static_cast<std::size_t>(rows * k));
+    DevBuf<float> dx(x), yg(static_cast<std::size_t>(rows * 1536)), ys(static_cast<std::size_t>(rows * 1536));
+    yg.poison();
+    ys.poison();
+    DecodeLinearArgs a;
+    a.x = dx.p;
+    a.x_stride = k;
+    a.rows = rows;
+    a.segments = 2;
+    a.seg[0] = {dg.view, yg.p, 1536};
+    a.seg[1] = {du.view, nullptr, 1536};
+    a.swiglu_out = ys.p;
+    a.swiglu_stride = 1536;
+    decode_linear(a, nullptr);
+    const auto rg = ref_linear(x, rows, g), ru = ref_linear(x, rows, u);
+    std::vector<double> rs(rg.size());
+    for (std::size_t i = 0; i < rs.size(); ++i) rs[i] = rg[i] / (1.0 + std::exp(-rg[i])) * ru[i];
+    EXPECT_LT(rel_err(yg.download(), rg), kF32Tol);
+    EXPECT_LT(rel_err(ys.download(), rs), 1e-5);
+  }
+}
+
+TEST(CudaKernels, PrefillLinearMatchesFloat64) {
+  TF_NEED_GPU();
+  for (const auto& c : linear_cases()) {
+    const HostW hw = make_weight(c.n, c.k, c.bits, c.group, c.dtype);
+    DevW dw(hw);
+    for (int rows : {17, 40, 200}) {
+      const auto x = random_floats(static_cast<std::size_t>(rows * c.k));
+      DevBuf<float> dx(x), dy(static_cast<std::size_t>(rows * c.n));
+      dy.poison();
+      prefill_linear(dx.p, c.k, rows, dw.view, dy.p, c.n, nullptr);
+      EXPECT_LT(rel_err(dy.download(), ref_linear(x, rows, hw)), kF32Tol) << name(c) << " rows " << rows;
+    }
+  }
+}
+
+TEST(CudaKernels, RmsNormWithResidual) {
+  TF_NEED_GPU();
+  for (std::int64_t cols : {576, 4096, 5120}) {
+    const std::int64_t rows = 7;
+    const auto a = random_floats(static_cast<std::size_t>(rows * cols)), b = random_floats(static_cast<std::size_t>(rows * cols)),
+               w = random_floats(static_cast<std::size_t>(cols), 0.5f, 1.5f);
+    DevBuf<float> da(a), db(b), dw(w), sum(a.size()), out(a.size()), out2(a.size());
+    sum.poison();
+    out.poison();
+    out2.poison();
+    rms_norm(da.p, db.p, sum.p, out.p, dw.p, rows, cols, 1e-5f, nullptr);
+    rms_norm(da.p, nullptr, nullptr, out2.p, dw.p, rows, cols, 1e-5f, nullptr);
+    std::vector<double> rsum(a.size()), rout(a.size()), rout2(a.size());
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double ss = 0.0, ss2 = 0.0;
+      for (std::int64_t i = 0; i < cols; ++i) {
+        const auto j = static_cast<std::size_t>(r * cols + i);
+        rsum[j] = static_cast<double>(a[j]) + b[j];
+        ss += rsum[j] * rsum[j];
+        ss2 += static_cast<double>(a[j]) * a[j];
+      }
+      const double inv = 1.0 / std::sqrt(ss / static_cast<double>(cols) + 1e-5), inv2 = 1.0 / std::sqrt(ss2 / static_cast<double>(cols) + 1e-5);
+      for (std::int64_t i = 0; i < cols; ++i) {
+        const auto j = static_cast<std::size_t>(r * cols + i);
+        rout[j] = rsum[j] * inv * w[static_cast<std::size_t>(i)];
+        rout2[j] = a[j] * inv2 * w[static_cast<std::size_t>(i)];
+      }
+    }
+    EXPECT_LT(rel_err(sum.download(), rsum), kF32Tol);
+    EXPECT_LT(rel_err(out.download(), rout), kF32Tol);
+    EXPECT_LT(rel_err(out2.download(), rout2), kF32Tol);
+  }
+}
+
+TEST(CudaKernels, AddAndSwiglu) {
+  TF_NEED_GPU();
+  const std::size_t n = 100003;
+  const auto a = random_floats(n, -6.0f, 6.0f), b = random_floats(n);
+  DevBuf<float> da(a), db(b), s(n), g(n);
+  s.poison();
+  g.poison();
+  add(da.p, db.p, s.p, static_cast<std::int64_t>(n), nullptr);
+  swiglu(da.p, db.p, g.p, static_cast<std::int64_t>(n), nullptr);
+  std::vector<double> rs(n), rg(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    rs[i] = static_cast<double>(a[i]) + b[i];
+    rg[i] = a[i] / (1.0 + std::exp(-static_cast<double>(a[i]))) * b[i];
+  }
+  EXPECT_LT(rel_err(s.download(), rs), 1e-7);
+  EXPECT_LT(rel_err(g.download(), rg), 1e-6);
+}
+
+TEST(CudaKernels, RopeBothPairingsWithFactors) {
+  TF_NEED_GPU();
+  for (int head_dim : {64, 128, 256})
+    for (bool interleaved : {false, true})
+      for (bool factors : {false, true}) {
+        const int heads = 5, half = head_dim / 2;
+        const std::int64_t rows = 9;
+        std::vector<float> inv(static_cast<std::size_t>(half));
+        for (int i = 0; i < half; ++i) {
+          inv[static_cast<std::size_t>(i)] = 1.0f / std::pow(500000.0f, static_cast<float>(2 * i) / static_cast<float>(head_dim));
+          if (factors) inv[static_cast<std::size_t>(i)] /= 1.0f + static_cast<float>(i % 7);
+        }
+        std::vector<std::int64_t> pos(static_cast<std::size_t>(rows));
+        for (auto& p : pos) p = static_cast<std::int64_t>(rng()() % 5000);
+        const auto x = random_floats(static_cast<std::size_t>(rows * heads * head_dim));
+        DevBuf<float> dx(x), out(x.size()), dinv(inv);
+        DevBuf<std::int64_t> dpos(pos);
+        out.poison();
+        rope(dx.p, out.p, rows, heads, head_dim, dpos.p, dinv.p, interleaved, nullptr);
+        std::vector<double> ref(x.size());
+        for (std::int64_t r = 0; r < rows; ++r)
+          for (int h = 0; h < heads; ++h)
+            for (int i = 0; i < half; ++i) {
+              // The angle as the kernel forms it (a float32 product), then exact trigonometry.
+              const float ang = static_cast<float>(pos[static_cast<std::size_t>(r)]) * inv[static_cast<std::size_t>(i)];
+              const double c = std::cos(static_cast<double>(ang)), s = std::sin(static_cast<double>(ang));
+              const std::int64_t base = (r * heads + h) * head_dim;
+              const auto i0 = static_cast<std::size_t>(base + (interleaved ? 2 * i : i));
+              const auto i1 = static_cast<std::size_t>(base + (interleaved ? 2 * i + 1 : i + half));
+              ref[i0] = x[i0] * c - x[i1] * s;
+              ref[i1] = x[i0] * s + x[i1] * c;
+            }
+        EXPECT_LT(rel_err(out.download(), ref), 1e-6) << head_dim << " " << interleaved << " " << factors;
+      }
+}
+
+TEST(CudaKernels, EmbedQuantizedAndDense) {
+  TF_NEED_GPU();
+  struct C {
+    int bits, group;
+    ElemType t;
+  };
+  for (const C& c : {C{4, 64, ElemType::F16}, C{8, 32, ElemType::F32}, C{4, 32, ElemType::BF16}, C{0, 0, ElemType::BF16},
+                     C{0, 0, ElemType::F32}}) {
+    const HostW hw = make_weight(1000, 576, c.bits, c.group, c.t);
+    DevW dw(hw);
+    std::vector<std::int32_t> ids(33);
+    for (auto& id : ids) id = static_cast<std::int32_t>(rng()() % 1000);
+    DevBuf<std::int32_t> dids(ids);
+    DevBuf<float> out(ids.size() * 576);
+    out.poison();
+    embed(dw.view, dids.p, static_cast<std::int64_t>(ids.size()), out.p, nullptr);
+    std::vector<double> ref(ids.size() * 576);
+    for (std::size_t r = 0; r < ids.size(); ++r)
+      for (std::size_t k = 0; k < 576; ++k) ref[r * 576 + k] = hw.values[static_cast<std::size_t>(ids[r]) * 576 + k];
+    EXPECT_LT(rel_err(out.download(), ref), 1e-6) << c.bits;
+  }
+}
+
+// Host-side attention cache for tests: K, V [kv_heads, cap, d].
+struct HostCache {
+  int kv_heads, cap, d;
+  std::vector<float> k, v;
+  DevBuf<float> dk, dv;
+  HostCache(int kvh, int capacity, int dim)
+      : kv_heads(kvh), cap(capacity), d(dim), k(random_floats(static_cast<std::size_t>(kvh) * capacity * dim)),
+        v(random_floats(static_cast<std::size_t>(kvh) * capacity * dim)), dk(k), dv(v) {}
+  float K(int h, int p, int i) const { return k[(static_cast<std::size_t>(h) * cap + p) * d + i]; }
+  float V(int h, int p, int i) const { return v[(static_cast<std::size_t>(h) * cap + p) * d + i]; }
+};
+
+std::vector<double> ref_attention_row(const float* q, const HostCache& c, int len, int heads, float scale) {
+  const int d = c.d, group = heads / c.kv_heads;
+  std::vector<double> out(static_cast<std::size_t>(heads) * d);
+  for (int h = 0; h < heads; ++h) {
+    const int kvh = h / group;
+    std::vector<double> s(static_cast<std::size_t>(len));
+    double m = -INFINITY;
+    for (int p = 0; p < len; ++p) {
+      double dot = 0.0;
+      for (int i = 0; i < d; ++i) dot += static_cast<double>(q[h * d + i]) * c.K(kvh, p, i);
+      s[static_cast<std::size_t>(p)] = dot * scale;
+      m = std::max(m, s[static_cast<std::size_t>(p)]);
+    }
+    double l = 0.0;
+    for (auto& x : s) l += (x = std::exp(x - m));
+    for (int i = 0; i < d; ++i) {
+      double acc = 0.0;
+      for (int p = 0; p < len; ++p) acc += s[static_cast<std::size_t>(p)] * c.V(kvh, p, i);
+      out[static_cast<std::size_t>(h * d + i)] = acc / l;
+    }
+  }
+  return out;
+}
+
+TEST(CudaKernels, DecodeAttentionSplitsAndGqa) {
+  TF_NEED_GPU();
+  struct Shape {
+    int heads, kv_heads, d;
+  };
+  for (const Shape sh : {Shape{9, 3, 64}, Shape{32, 8, 128}, Shape{24, 4, 256}}) {
+    const int cap = 2048;
+    HostCache c0(sh.kv_heads, cap, sh.d), c1(sh.kv_heads, cap, sh.d);
+    const std::vector<int> lens = {1, 100, 256, 257, 700, 1500, 2048};
+    const int n = static_cast<int>(lens.size());
+    std::vector<AttnRow> rows(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      const HostCache& c = r % 2 ? c1 : c0;
+      rows[static_cast<std::size_t>(r)] = {const_cast<float*>(c.dk.p), const_cast<float*>(c.dv.p), lens[static_cast<std::size_t>(r)], cap, 0, 0};
+    }
+    const auto q = random_floats(static_cast<std::size_t>(n) * sh.heads * sh.d);
+    DevBuf<float> dq(q), out(q.size());
+    DevBuf<AttnRow> drows(rows);
+    const int max_splits = cap / kAttnSplit;
+    DevBuf<float> work(decode_attention_work_floats(n, sh.heads, sh.d, max_splits));
+    DevBuf<unsigned int> counters(static_cast<std::size_t>(n) * sh.heads);
+    ck(cudaMemset(counters.p, 0, counters.n * 4), "memset");
+    const float scale = 1.0f / std::sqrt(static_cast<float>(sh.d));
+    for (int rep = 0; rep < 2; ++rep) {  // twice: the counters must come back to zero
+      out.poison();
+      DecodeAttnArgs a;
+      a.q = dq.p;
+      a.out = out.p;
+      a.rows = drows.p;
+      a.n_rows = n;
+      a.heads = sh.heads;
+      a.kv_heads = sh.kv_heads;
+      a.head_dim = sh.d;
+      a.scale = scale;
+      a.max_splits = max_splits;
+      a.work = work.p;
+      a.counters = counters.p;
+      decode_attention(a, nullptr);
+      const auto got = out.download();
+      for (int r = 0; r < n; ++r) {
+        const auto ref = ref_attention_row(q.data() + static_cast<std::size_t>(r) * sh.heads * sh.d, r % 2 ? c1 : c0,
+                                           lens[static_cast<std::size_t>(r)], sh.heads, scale);
+        std::vector<float> row(got.begin() + static_cast<std::ptrdiff_t>(r) * sh.heads * sh.d,
+                               got.begin() + static_cast<std::ptrdiff_t>(r + 1) * sh.heads * sh.d);
+        EXPECT_LT(rel_err(row, ref), kF32Tol) << "d " << sh.d << " len " << lens[static_cast<std::size_t>(r)];
+      }
+    }
+  }
+}
+
+TEST(CudaKernels, KvWrite) {
+  TF_NEED_GPU();
+  const int kvh = 3, d = 64, cap = 512, n = 5;
+  DevBuf<float> K(static_cast<std::size_t>(kvh) * cap * d), V(static_cast<std::size_t>(kvh) * cap * d);
+  K.poison();
+  V.poison();
+  std::vector<AttnRow> rows(n);
+  for (int r = 0; r < n; ++r) rows[static_cast<std::size_t>(r)] = {K.p, V.p, 0, cap, 100 + 7 * r, 0};
+  const auto k = random_floats(static_cast<std::size_t>(n) * kvh * d), v = random_floats(k.size());
+  DevBuf<float> dk(k), dv(v);
+  DevBuf<AttnRow> drows(rows);
+  kv_write(drows.p, dk.p, dv.p, n, kvh, d, nullptr);
+  const auto hk = K.download(), hv = V.download();
+  for (int r = 0; r < n; ++r)
+    for (int h = 0; h < kvh; ++h)
+      for (int i = 0; i < d; ++i) {
+        const std::size_t at = (static_cast<std::size_t>(h) * cap + 100 + 7 * r) * d + i;
+        const std::size_t src = (static_cast<std::size_t>(r) * kvh + h) * d + i;
+        ASSERT_EQ(hk[at], k[src]);
+        ASSERT_EQ(hv[at], v[src]);
+      }
+}
+
+TEST(CudaKernels, PrefillAttentionCausalGqa) {
+  TF_NEED_GPU();
+  struct Shape {
+    int heads, kv_heads, d;
+  };
+  for (const Shape sh : {Shape{9, 3, 64}, Shape{32, 8, 128}, Shape{24, 4, 256}})
+    for (int start : {0, 77}) {
+      const int n = 150, cap = 512;
+      HostCache c(sh.kv_heads, cap, sh.d);
+      const auto q = random_floats(static_cast<std::size_t>(n) * sh.heads * sh.d);
+      DevBuf<float> dq(q), out(q.size());
+      DevBuf<std::int64_t> dstart(std::vector<std::int64_t>{start});
+      out.poison();
+      PrefillAttnArgs a;
+      a.q = dq.p;
+      a.out = out.p;
+      a.k = c.dk.p;
+      a.v = c.dv.p;
+      a.cap = cap;
+      a.start = dstart.p;
+      a.n_rows = n;
+      a.heads = sh.heads;
+      a.kv_heads = sh.kv_heads;
+      a.head_dim = sh.d;
+      a.scale = 1.0f / std::sqrt(static_cast<float>(sh.d));
+      prefill_attention(a, nullptr);
+      const auto got = out.download();
+      std::vector<double> ref;
+      for (int r = 0; r < n; ++r) {
+        auto row = ref_attention_row(q.data() + static_cast<std::size_t>(r) * sh.heads * sh.d, c, start + r + 1, sh.heads, a.scale);
+        ref.insert(ref.end(), row.begin(), row.end());
+      }
+      EXPECT_LT(rel_err(got, ref), kF32Tol) << "d " << sh.d << " start " << start;
+    }
+}
+
+TEST(CudaKernels, GumbelNoiseBitExact) {
+  TF_NEED_GPU();
+  const std::int64_t n = 200000;
+  std::vector<std::int32_t> tokens(static_cast<std::size_t>(n));
+  for (auto& t : tokens) t = static_cast<std::int32_t>(rng()() % 300000);
+  for (std::uint64_t seed : {0ull, 42ull, 0xdeadbeefcafef00dull})
+    for (std::int64_t pos : {std::int64_t{0}, std::int64_t{17}, std::int64_t{123456789}}) {
+      DevBuf<std::int32_t> dt(tokens);
+      DevBuf<double> out(tokens.size());
+      gumbel_noise_device(seed, pos, dt.p, n, out.p, nullptr);
+      const auto got = out.download();
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < tokens.size(); ++i) {
+        const double want = tf::gumbel_noise(seed, pos, tokens[i]);
+        if (std::memcmp(&want, &got[i], 8) != 0) ++bad;
+      }
+      EXPECT_EQ(bad, 0u) << "seed " << seed << " pos " << pos;
+    }
+}
+
+TEST(CudaKernels, SamplingMatchesTheCpuSampler) {
+  TF_NEED_GPU();
+  struct P {
+    float t;
+    int k;
+    float p, minp;
+  };
+  const std::vector<P> params = {{0.0f, 0, 1.0f, 0.0f},  {1.0f, 0, 1.0f, 0.0f},   {0.7f, 40, 1.0f, 0.0f},
+                                 {0.8f, 0, 0.9f, 0.0f},  {1.0f, 0, 1.0f, 0.05f},  {0.6f, 20, 0.95f, 0.02f},
+                                 {1.3f, 100, 0.5f, 0.0f}, {0.9f, 0, 0.8f, 0.1f}, {2.0f, 1, 1.0f, 0.0f}};
+  int mismatches = 0, total = 0;
+  for (std::int64_t vocab : {49152, 128256}) {
+    for (int trial = 0; trial < 6; ++trial) {
+      // Peaked logits (a few large values) with ties and a NaN, like a real model's row.
+      auto logits = random_floats(static_cast<std::size_t>(vocab), -8.0f, 8.0f);
+      for (int i = 0; i < 20; ++i) logits[rng()() % logits.size()] = 14.0f + static_cast<float>(i % 5);
+      logits[rng()() % logits.size()] = std::numeric_limits<float>::quiet_NaN();
+      DevBuf<float> dl(logits);
+      std::vector<SampleArgs> args;
+      for (const auto& p : params) {
+        SampleArgs a;
+        a.temperature = p.t;
+        a.top_k = p.k;
+        a.top_p = p.p;
+        a.min_p = p.minp;
+        a.seed = rng()();
+        a.position = static_cast<std::int64_t>(rng()() % 100000);
+        args.push_back(a);
+      }
+      for (const auto& a : args) {
+        std::int32_t got = -1;
+        sample_tokens(dl.p, 1, vocab, &a, &got, nullptr);
+        tf::SamplingParams sp;
+        sp.temperature = a.temperature;
+        sp.top_k = a.top_k;
+        sp.top_p = a.top_p;
+        sp.min_p = a.min_p;
+        const std::int32_t want = tf::sample_token(logits, sp, a.seed, a.position);
+        ++total;
+        if (got != want) {
+          ++mismatches;
+          ADD_FAILURE() << "vocab " << vocab << " T " << a.temperature << " k " << a.top_k << " p " << a.top_p << " minp "
+                        << a.min_p << ": gpu " << got << " cpu " << want;
+        }
+      }
+    }
+  }
+  std::printf("[ sampling ] %d of %d draws identical to the CPU sampler\n", total - mismatches, total);
+}
+
+}  // namespace
+}  // namespace tf::cuda::test
+
+namespace tf::cuda::test {
+namespace {
+
+// The fused rope + cache write gives the unfused kernels' bits.
+TEST(CudaKernels, RopeKvWriteEqualsRopeThenKvWrite) {
+  TF_NEED_GPU();
+  for (int d : {64, 128, 256})
+    for (bool il : {false, true}) {
+      const int heads = 8, kvh = 2, cap = 64, n = 5;
+      std::vector<float> inv(static_cast<std::size_t>(d / 2));
+      for (int i = 0; i < d / 2; ++i) inv[static_cast<std::size_t>(i)] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(d));
+      std::vector<std::int64_t> pos(n);
+      for (int r = 0; r < n; ++r) pos[static_cast<std::size_t>(r)] = 17 + r;
+      const auto q = random_floats(static_cast<std::size_t>(n) * heads * d), k = random_floats(static_cast<std::size_t>(n) * kvh * d),
+                 v = random_floats(static_cast<std::size_t>(n) * kvh * d);
+      DevBuf<float> dq(q), dk(k), dv(v), dinv(inv), q1(q.size()), q2(q.size()), k1(k.size());
+      DevBuf<std::int64_t> dpos(pos);
+      DevBuf<float> K1(static_cast<std::size_t>(kvh) * cap * d), V1(K1.n), K2(K1.n), V2(K1.n);
+      for (auto* b : {&K1, &V1, &K2, &V2}) ck(cudaMemset(b->p, 0, b->n * 4), "memset");
+      std::vector<AttnRow> r1(n), r2(n);
+      for (int r = 0; r < n; ++r) {
+        r1[static_cast<std::size_t>(r)] = {K1.p, V1.p, 0, cap, 17 + r, 0};
+        r2[static_cast<std::size_t>(r)] = {K2.p, V2.p, 0, cap, 17 + r, 0};
+      }
+      DevBuf<AttnRow> dr1(r1), dr2(r2);
+      rope(dq.p, q1.p, n, heads, d, dpos.p, dinv.p, il, nullptr);
+      rope(dk.p, k1.p, n, kvh, d, dpos.p, dinv.p, il, nullptr);
+      kv_write(dr1.p, k1.p, dv.p, n, kvh, d, nullptr);
+      rope_kv_write(dq.p, dk.p, dv.p, q2.p, dr2.p, dpos.p, dinv.p, il, n, heads, kvh, d, nullptr);
+      const auto a = q1.download(), b = q2.download(), ka = K1.download(), kb = K2.download(), va = V1.download(),
+                 vb = V2.download();
+      EXPECT_TRUE(same_bits(a.data(), b.data(), a.size())) << d << " " << il;
+      EXPECT_TRUE(same_bits(ka.data(), kb.data(), ka.size())) << d << " " << il;
+      EXPECT_TRUE(same_bits(va.data(), vb.data(), va.size())) << d << " " << il;
+    }
+}
+
+}  // namespace
+}  // namespace tf::cuda::test
+
+namespace tf::cuda::test {
+namespace {
+
+// decode_linear with the RMSNorm (and residual add) fused into its prologue, against float64, and its rows
+// bit-identical alone and in larger calls.
+TEST(CudaKernels, DecodeLinearWithFusedNorm) {
+  TF_NEED_GPU();
+  const std::int64_t k = 576, n = 960;
+  const HostW hw = make_weight(n, k, 4, 32, ElemType::F16);
+  DevW dw(hw);
+  const auto nw = random_floats(static_cast<std::size_t>(k), 0.5f, 1.5f);
+  DevBuf<float> dnw(nw);
+  std::vector<float> first_row;
+  for (int rows : {1, 3, 16}) {
+    const auto a = random_floats(static_cast<std::size_t>(rows * k), -2.0f, 2.0f), b = random_floats(a.size());
+    auto a2 = a, b2 = b;
+    if (!first_row.empty()) {  // row 0 repeats the first call's row
+      std::copy(first_row.begin(), first_row.begin() + k, a2.begin());
+      std::copy(first_row.begin() + k, first_row.end(), b2.begin());
+    } else {
+      first_row.assign(a.begin(), a.begin() + k);
+      first_row.insert(first_row.end(), b.begin(), b.begin() + k);
+    }
+    DevBuf<float> da(a2), db(b2), sum(a2.size()), y(static_cast<std::size_t>(rows * n));
+    sum.poison();
+    y.poison();
+    DecodeLinearArgs args;
+    args.x = da.p;
+    args.x_stride = k;
+    args.rows = rows;
+    args.seg[0] = {dw.view, y.p, n};
+    args.norm_w = dnw.p;
+    args.norm_b = db.p;
+    args.norm_sum = sum.p;
+    args.norm_eps = 1e-5f;
+    decode_linear(args, nullptr);
+    std::vector<float> h(a2.size());
+    std::vector<double> rsum(a2.size());
+    for (int r = 0; r < rows; ++r) {
+      double ss = 0.0;
+      for (std::int64_t i = 0; i < k; ++i) {
+        const auto j = static_cast<std::size_t>(r * k + i);
+        rsum[j] = static_cast<double>(a2[j]) + b2[j];
+        ss += rsum[j] * rsum[j];
+      }
+      const double inv = 1.0 / std::sqrt(ss / static_cast<double>(k) + 1e-5);
+      for (std::int64_t i = 0; i < k; ++i) {
+        const auto j = static_cast<std::size_t>(r * k + i);
+        h[j] = static_cast<float>(rsum[j] * inv * nw[static_cast<std::size_t>(i)]);
+      }
+    }
+    EXPECT_LT(rel_err(sum.download(), rsum), 1e-7);
+    const auto got = y.download();
+    EXPECT_LT(rel_err(got, ref_linear(h, rows, hw)), 1e-5) << rows;
+    static std::vector<float> alone;
+    if (rows == 1) alone.assign(got.begin(), got.begin() + n);
+    else EXPECT_TRUE(same_bits(alone.data(), got.data(), static_cast<std::size_t>(n))) << "fused-norm row 0 differs in a " << rows << "-row call";
+  }
+}
+
+}  // namespace
+}  // namespace tf::cuda::test
