@@ -16,7 +16,7 @@ cd "$ROOT"
 SECONDS_PER_TARGET="${1:-30}"
 shift || true
 [[ "$SECONDS_PER_TARGET" =~ ^[0-9]+$ ]] || { echo "usage: $0 [SECONDS] [TARGET...]" >&2; exit 2; }
-ALL_TARGETS=(fuzz_gguf fuzz_safetensors fuzz_mlx_quant_config)
+ALL_TARGETS=(fuzz_gguf fuzz_safetensors fuzz_mlx_quant_config fuzz_tokenizer fuzz_template)
 TARGETS=("${@:-${ALL_TARGETS[@]}}")
 BUILD="${FUZZ_BUILD_DIR:-build-fuzz}"
 JOBS="${FUZZ_JOBS:-1}"
@@ -34,6 +34,12 @@ fi
 cmake --build "$BUILD" --target "${TARGETS[@]}" -j "$(nproc)"
 
 python3 tests/fuzz/make_seeds.py "$BUILD/seeds" >/dev/null
+# Real chat templates seed the template fuzzer; the README and docs seed the tokenizer's.
+mkdir -p "$BUILD/seeds/fuzz_template" "$BUILD/seeds/fuzz_tokenizer"
+if corpus=$(scripts/fetch_text_corpus.sh 2>/dev/null); then
+  cp "$corpus"/templates/*.jinja "$BUILD/seeds/fuzz_template/" 2>/dev/null || true
+fi
+cp README.md docs/*.md "$BUILD/seeds/fuzz_tokenizer/"
 
 # ---- regressions: every input that once crashed a target must now pass ---------------------------------
 status=0

@@ -172,3 +172,19 @@ def test_concurrent_requests_all_complete_like_solo_ones(client):
     with ThreadPoolExecutor(len(prompts)) as pool:
         together = list(pool.map(ask, prompts))
     assert together == solo
+
+
+def test_seeded_sampling_survives_a_restart(client, tensorfold_bin, default_model_path, tmp_path):
+    """The same (prompt, seed, settings) gives the same tokens from a freshly started server process."""
+    from ._serve import start_serve
+
+    kwargs = dict(model=ALIAS, messages=[{"role": "user", "content": "Describe a sunset in one sentence."}],
+                  temperature=0.9, max_tokens=12, seed=77, extra_body={"return_token_ids": True})
+    before = client.chat.completions.create(**kwargs)
+    other = start_serve(tensorfold_bin, default_model_path, ["--alias", ALIAS], tmp_path)
+    try:
+        after = other.client().chat.completions.create(**kwargs)
+    finally:
+        assert other.stop() == 0
+    assert after.choices[0].model_extra["token_ids"] == before.choices[0].model_extra["token_ids"]
+    assert after.choices[0].message.content == before.choices[0].message.content
