@@ -1,24 +1,33 @@
 // Test helper: greedy continuations of prompt ids through a model on a backend, for comparison with the
-// transformers golden (tests/conformance/test_llama_golden.py). Reads {"cases": [{"prompt_ids": [...]}]}
-// and a step count; writes {"cases": [{"greedy": [...], "top2_gap": [...]}]} to stdout. EOS does not stop.
-//   tf_greedy_tool MODEL GOLDEN.json STEPS
+// transformers golden (tests/conformance/test_llama_golden.py for MLX, scripts/device/compare_golden.py for
+// CUDA). Reads {"cases": [{"prompt_ids": [...]}]} and a step count; writes {"cases": [{"greedy": [...],
+// "top2_gap": [...]}]} to stdout; EOS does not stop. Prints decode speed (forward passes only) to stderr.
+//   tf_greedy_tool MODEL GOLDEN.json STEPS         (MLX; built as tf_cuda_greedy_tool for CUDA)
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "backends/mlx/mlx_backend.h"
 #include "engine/sampler.h"
 #include "families/model.h"
+#ifdef TF_GREEDY_TOOL_CUDA
+#include "backends/cuda/cuda_backend.h"
+#define TF_MAKE_BACKEND tf::make_cuda_backend
+#else
+#include "backends/mlx/mlx_backend.h"
+#define TF_MAKE_BACKEND tf::make_mlx_backend
+#endif
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: tf_greedy_tool MODEL GOLDEN.json STEPS\n");
+    std::fprintf(stderr, "usage: %s MODEL GOLDEN.json STEPS\n", argv[0]);
     return 2;
   }
   try {
-    auto backend = tf::make_mlx_backend();
+    auto backend = TF_MAKE_BACKEND();
     auto model = tf::load_model(argv[1], *backend);
     std::ifstream in(argv[2]);
     const auto golden = nlohmann::json::parse(in);
@@ -26,6 +35,8 @@ int main(int argc, char** argv) {
     tf::SamplingParams greedy;
     greedy.temperature = 0.0f;
     nlohmann::json out = {{"cases", nlohmann::json::array()}};
+    double decode_s = 0.0;
+    long decoded = 0;
     for (const auto& c : golden.at("cases")) {
       const auto prompt = c.at("prompt_ids").get<std::vector<std::int32_t>>();
       auto state = model->new_state();
@@ -39,14 +50,19 @@ int main(int argc, char** argv) {
         tokens.push_back(t);
         gaps.push_back(static_cast<double>(sorted[0] - sorted[1]));
         const std::int32_t one[1] = {t};
+        const auto t0 = std::chrono::steady_clock::now();
         logits = model->forward(*state, one, 1);
+        decode_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        ++decoded;
       }
       out["cases"].push_back({{"greedy", tokens}, {"top2_gap", gaps}});
     }
     std::cout << out.dump() << "\n";
+    std::fprintf(stderr, "%s: %ld decode steps, %.1f tokens/s (forward only)\n", argv[0], decoded,
+                 static_cast<double>(decoded) / decode_s);
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tf_greedy_tool: %s\n", e.what());
+    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
     return 1;
   }
 }
