@@ -164,6 +164,29 @@ void bench_decode(tf::CudaBackend& be, RandomLlama& m, const std::string& tag, s
   }
 }
 
+// The cost of verifying K drafts (issue 6): wall time of one K-row forward (all K rows' logits, as the decode
+// loop asks) over one 1-row decode forward, at the same cache length (the cache is truncated back each time).
+void bench_verify(RandomLlama& m, const std::string& tag, std::int64_t ctx) {
+  const auto& s = m.shape();
+  auto kv = m.new_cache();
+  m.forward(*kv, ids(ctx, s.vocab, 5), 1);
+  auto time_rows = [&](int k) {
+    const auto tokens = ids(k, s.vocab, static_cast<std::uint64_t>(100 + k));
+    std::vector<double> ms;
+    for (int r = 0; r < 13; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      m.forward(*kv, tokens, k);  // returns host logits: synchronised
+      const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      kv->truncate(ctx);
+      if (r >= 3) ms.push_back(t);  // the first runs capture graphs
+    }
+    return median(ms);
+  };
+  const double one = time_rows(1);
+  result(tag + ".decode_1row_ms", one, "ms");
+  for (int k : {2, 4, 8, 16}) result(tag + ".verify_" + std::to_string(k) + "rows_over_1row", time_rows(k) / one, "x");
+}
+
 // Our decode matmul vs cuBLAS bf16 over the 8B linear stack (32 layers x q, k, v, o, gate, up, down),
 // one activation row; weights distinct per layer so nothing is served from L2.
 void bench_matmul(tf::CudaBackend& be, double bw) {
@@ -395,7 +418,7 @@ int main(int argc, char** argv) {
     else if (a == "--quick") quick = true;
     else {
       std::fprintf(stderr,
-                   "usage: tf_cuda_bench [--section smollm2_shape|llama8b|class27b|matmul|model]... [--model PATH] "
+                   "usage: tf_cuda_bench [--section smollm2_shape|llama8b|class27b|verify27b|matmul|model]... [--model PATH] "
                    "[--json FILE] [--quick]\n");
       return 2;
     }
@@ -427,6 +450,10 @@ int main(int argc, char** argv) {
         auto b = tf::make_cuda_backend();
         RandomLlama m(*b, class27b_shape(), 13);
         bench_decode(*b, m, "class27b_q4g64", 256, 64, bw, false);
+      } else if (sec == "verify27b") {
+        auto b = tf::make_cuda_backend();
+        RandomLlama m(*b, class27b_shape(), 13);
+        bench_verify(m, "class27b_q4g64", 256);
       } else if (sec == "profile_smollm2") {
         bench_profile(smollm2_shape());
       } else if (sec == "profile_8b") {
