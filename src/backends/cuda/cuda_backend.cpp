@@ -26,6 +26,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "backends/cuda/kernels/tiled_layout.h"
+
 namespace tf {
 namespace {
 
@@ -308,9 +310,7 @@ class CudaBackendImpl final : public CudaBackend {
       d.data = Tensor(blob);
       return d;
     }
-    auto codes = std::make_shared<DeviceBlob>(w.data.size(), ElemType::F32);
-    TF_CK(cudaMemcpy(codes->ptr, w.data.data(), w.data.size(), cudaMemcpyHostToDevice));
-    d.data = Tensor(codes);
+    d.data = upload_codes(w);
     d.bits = w.bits;
     d.group_size = w.group_size;
     // Scales and biases: float32 from GGUF (converted from f16) go back to f16 when every value is exact
@@ -346,6 +346,23 @@ class CudaBackendImpl final : public CudaBackend {
     return d;
   }
 
+  // Affine codes go to the device in the tiled layout when the format allows (tiled_layout.h: the
+  // tensor-core decode kernel reads it), else as the checkpoint stores them.
+  Tensor upload_codes(const HostWeight& w) {
+    const std::int64_t wpr = w.cols * w.bits / 32;
+    if (!cuda::tileable(w.bits, w.group_size, w.cols)) {
+      auto codes = std::make_shared<DeviceBlob>(w.data.size(), ElemType::F32);
+      TF_CK(cudaMemcpy(codes->ptr, w.data.data(), w.data.size(), cudaMemcpyHostToDevice));
+      return Tensor(codes);
+    }
+    std::vector<std::uint32_t> words(static_cast<std::size_t>(w.rows * wpr));
+    std::memcpy(words.data(), w.data.data(), words.size() * 4);
+    const std::vector<std::uint32_t> tiled = cuda::tile_words(words.data(), w.rows, wpr);
+    auto codes = std::make_shared<DeviceBlob>(tiled.size() * 4, ElemType::F32);
+    TF_CK(cudaMemcpy(codes->ptr, tiled.data(), tiled.size() * 4, cudaMemcpyHostToDevice));
+    return Tensor(codes);
+  }
+
   DeviceWeight random_weight_impl(std::int64_t rows, std::int64_t cols, int bits, int group, HostDType dtype,
                                   std::uint64_t seed) {
     DeviceWeight d;
@@ -364,7 +381,9 @@ class CudaBackendImpl final : public CudaBackend {
     }
     if ((bits != 4 && bits != 8) || group % 32 != 0 || cols % group != 0)
       throw std::invalid_argument("random_weight: bits 4 or 8, group a multiple of 32 dividing cols");
-    auto codes = std::make_shared<DeviceBlob>(elems * bits / 8, ElemType::F32);
+    // Random codes: the tiled layout is a permutation of words, so only its padding rows need room.
+    const std::int64_t code_rows = cuda::tileable(bits, group, cols) ? cuda::tiled_rows(rows) : rows;
+    auto codes = std::make_shared<DeviceBlob>(static_cast<std::size_t>(code_rows * cols * bits / 8), ElemType::F32);
     cuda::fill_random_bits(codes->ptr, codes->bytes, seed, stream_);
     const auto groups = static_cast<std::int64_t>(rows * (cols / group));
     const ElemType t = elem_type(dtype);
@@ -403,6 +422,7 @@ class CudaBackendImpl final : public CudaBackend {
       v.scales = s->ptr;
       v.biases = blob(d.biases)->ptr;
       v.dtype = s->dtype;
+      v.tiled = cuda::tileable(d.bits, d.group_size, d.cols);
     } else {
       v.dtype = data->dtype;
     }
@@ -917,13 +937,15 @@ class CudaBackendImpl final : public CudaBackend {
           continue;
         const int ni = ns.ops[0];
         const auto& rd = readers[static_cast<std::size_t>(ni)];
-        if (esc[static_cast<std::size_t>(ni)] || rd.empty() || ops[static_cast<std::size_t>(ni)].out->cols > cuda::kMaxFusedNormCols)
-          continue;
+        if (esc[static_cast<std::size_t>(ni)] || rd.empty()) continue;
         const int sg = step_index[static_cast<std::size_t>(rd.front())];
         bool ok = sg > sn;
         for (int r : rd) ok = ok && step_index[static_cast<std::size_t>(r)] == sg;
         const Step& gs = steps[static_cast<std::size_t>(sg)];
         ok = ok && (gs.type == Step::LinearGroup || gs.type == Step::SwigluGroup) && gs.norm_step < 0;
+        // The untiled kernel re-reads x per warp, so it fuses only narrow norms; the tiled one, any.
+        ok = ok && (ops[static_cast<std::size_t>(gs.ops.front())].w.tiled ||
+                    ops[static_cast<std::size_t>(ni)].out->cols <= cuda::kMaxFusedNormCols);
         if (ns.type == Step::AddNorm) {  // the residual sum moves to step sg: nobody may read it before
           for (int r : readers[static_cast<std::size_t>(ns.ops[1])])
             if (r != ni && step_index[static_cast<std::size_t>(r)] <= sg) ok = false;
@@ -1348,11 +1370,11 @@ class CudaBackendImpl final : public CudaBackend {
   std::size_t weight_bytes_ = 0;
   cudaStream_t stream_ = nullptr;
   bool graphs_ = true;
-  // Off by default: on the H200 it measured slower for SmolLM2 (684 vs 741 tokens/s, docs/benchmarks.md);
-  // TF_CUDA_FUSE_NORM=1 turns it on.
+  // RMSNorm fused into the next decode matmul (one launch less per norm); TF_CUDA_FUSE_NORM=0 turns it off
+  // for A/B measurements (docs/benchmarks.md).
   bool fuse_norm_ = [] {
     const char* v = std::getenv("TF_CUDA_FUSE_NORM");
-    return v != nullptr && std::string(v) == "1";
+    return v == nullptr || std::string(v) != "0";
   }();
   CudaBackendStats stats_;
   std::vector<Op> ops_;

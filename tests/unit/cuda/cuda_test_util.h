@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/kernels/tiled_layout.h"
 
 namespace tf::cuda::test {
 
@@ -161,12 +162,25 @@ inline HostW make_weight(std::int64_t rows, std::int64_t cols, int bits, int gro
   return w;
 }
 
+inline std::vector<std::uint8_t> device_codes(const HostW& h) {
+  if (h.bits == 0 || !tileable(h.bits, h.group, h.cols)) return h.data;
+  const std::int64_t wpr = h.cols * h.bits / 32;
+  std::vector<std::uint32_t> words(static_cast<std::size_t>(h.rows * wpr));
+  std::memcpy(words.data(), h.data.data(), words.size() * 4);
+  const std::vector<std::uint32_t> t = tile_words(words.data(), h.rows, wpr);
+  std::vector<std::uint8_t> out(t.size() * 4);
+  std::memcpy(out.data(), t.data(), out.size());
+  return out;
+}
+
 // The weight on the device, with its view.
 struct DevW {
   DevBuf<std::uint8_t> data, scales, biases;
   WeightView view;
-  explicit DevW(const HostW& h) : data(h.data) {
+  // Affine codes go up tiled when the format allows, as the backend uploads them (tiled_layout.h).
+  explicit DevW(const HostW& h) : data(device_codes(h)) {
     view.data = data.p;
+    view.tiled = h.bits > 0 && tileable(h.bits, h.group, h.cols);
     view.rows = h.rows;
     view.cols = h.cols;
     view.bits = h.bits;

@@ -12,6 +12,9 @@ namespace tf::cuda::test {
 namespace {
 
 constexpr double kF32Tol = 1e-5;
+// The tensor-core decode matmul (tiled affine weights) carries x as two bf16 terms, 16 significant bits: a
+// relative error of up to 2^-17 per element, about 5e-6 to 1e-5 on these random dot products.
+constexpr double kTiledTol = 3e-5;
 
 struct LinCase {
   int bits, group;
@@ -39,6 +42,7 @@ std::vector<LinCase> linear_cases() {
 
 TEST(CudaKernels, DecodeLinearMatchesFloat64) {
   TF_NEED_GPU();
+  double worst = 0.0;  // the tiled kernel carries x to 16 significant bits (two bf16 terms)
   for (const auto& c : linear_cases()) {
     const HostW hw = make_weight(c.n, c.k, c.bits, c.group, c.dtype);
     DevW dw(hw);
@@ -53,9 +57,11 @@ TEST(CudaKernels, DecodeLinearMatchesFloat64) {
       a.seg[0] = {dw.view, dy.p, c.n};
       decode_linear(a, nullptr);
       const double e = rel_err(dy.download(), ref_linear(x, rows, hw));
-      EXPECT_LT(e, kF32Tol) << name(c) << " rows " << rows;
+      EXPECT_LT(e, dw.view.tiled ? kTiledTol : kF32Tol) << name(c) << " rows " << rows;
+      worst = std::max(worst, e);
     }
   }
+  std::printf("[ decode ] largest relative error against float64 over all cases: %.3g\n", worst);
 }
 
 TEST(CudaKernels, DecodeLinearSegmentsAndSwiglu) {
@@ -80,9 +86,9 @@ TEST(CudaKernels, DecodeLinearSegmentsAndSwiglu) {
     a.seg[1] = {dk.view, yk.p, 192};
     a.seg[2] = {dv.view, yv.p, 192};
     decode_linear(a, nullptr);
-    EXPECT_LT(rel_err(yq.download(), ref_linear(x, rows, q)), kF32Tol) << rows;
-    EXPECT_LT(rel_err(yk.download(), ref_linear(x, rows, kk)), kF32Tol) << rows;
-    EXPECT_LT(rel_err(yv.download(), ref_linear(x, rows, v)), kF32Tol) << rows;
+    EXPECT_LT(rel_err(yq.download(), ref_linear(x, rows, q)), kTiledTol) << rows;
+    EXPECT_LT(rel_err(yk.download(), ref_linear(x, rows, kk)), kTiledTol) << rows;
+    EXPECT_LT(rel_err(yv.download(), ref_linear(x, rows, v)), kTiledTol) << rows;
   }
   const HostW g = make_weight(1536, k, 4, 64, ElemType::BF16), u = make_weight(1536, k, 4, 64, ElemType::BF16);
   DevW dg(g), du(u);
@@ -104,8 +110,8 @@ TEST(CudaKernels, DecodeLinearSegmentsAndSwiglu) {
     const auto rg = ref_linear(x, rows, g), ru = ref_linear(x, rows, u);
     std::vector<double> rs(rg.size());
     for (std::size_t i = 0; i < rs.size(); ++i) rs[i] = rg[i] / (1.0 + std::exp(-rg[i])) * ru[i];
-    EXPECT_LT(rel_err(yg.download(), rg), kF32Tol);
-    EXPECT_LT(rel_err(ys.download(), rs), 1e-5);
+    EXPECT_LT(rel_err(yg.download(), rg), kTiledTol);
+    EXPECT_LT(rel_err(ys.download(), rs), kTiledTol);
   }
 }
 
@@ -546,7 +552,7 @@ TEST(CudaKernels, DecodeLinearWithFusedNorm) {
     }
     EXPECT_LT(rel_err(sum.download(), rsum), 1e-7);
     const auto got = y.download();
-    EXPECT_LT(rel_err(got, ref_linear(h, rows, hw)), 1e-5) << rows;
+    EXPECT_LT(rel_err(got, ref_linear(h, rows, hw)), kTiledTol) << rows;
     static std::vector<float> alone;
     if (rows == 1) alone.assign(got.begin(), got.begin() + n);
     else EXPECT_TRUE(same_bits(alone.data(), got.data(), static_cast<std::size_t>(n))) << "fused-norm row 0 differs in a " << rows << "-row call";

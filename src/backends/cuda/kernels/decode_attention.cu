@@ -1,13 +1,34 @@
 // KV-cache writes and decode attention.
 //
-// Decode attention splits each query row's cache at fixed boundaries (kAttnSplit positions): block (split,
-// head, row) copies the split's keys and values to shared memory (all loads in flight at once), computes
-// the scores (one warp per position, lanes over head_dim, the xor butterfly), their max, exp(score - max),
-// their sum in a fixed order, and o = sum p * v in position order (a thread per dim).
-// A row with one split writes o / l; with several, each block writes (m, l, o) and the last block to finish
-// combines the splits in split order (the atomic counter only elects that block; it orders no arithmetic).
+// Decode attention. Each query row's cache is split at FIXED position boundaries (kAttnSplit = 64
+// positions: split s covers positions 64 s .. 64 s + 63), and one block of 256 threads handles one
+// (split, kv head, row). That block serves every query head of the GQA group of its kv head (a chunk of
+// up to kGroupChunk = 8 of them at a time), so the split's keys and values are read from memory once per kv
+// head instead of once per query head, and a GQA model's group size in query heads comes for free.
+//
+// Inside a block nothing is staged through shared memory but the query and small score/partial tables:
+//   * every thread issues its loads at once, right after the row's AttnRow: its slice of the split's keys
+//     and of its values go straight to registers, the query chunk to shared memory: one memory round trip;
+//   * scores: four threads per position, each a fixed quarter of head_dim (float4 j, j + 4, ...), summed in
+//     dim order with explicit FMAs, then joined by two xor shuffles ((q0 + q1) + (q2 + q3), the same bits in
+//     all four lanes: addition is commutative). So 2 shuffles per score instead of a 5-step butterfly;
+//   * softmax within the split: warp g takes head g's 64 scores (two per lane): max, exp(s - max), and the
+//     sum (pair, then butterfly); every order is a function of the position inside the split alone;
+//   * o = sum p v: a thread per (position group, float4 of dims) sums its positions (group, group + NG, ...)
+//     in order, then the NG group partials are added in group order through shared memory.
+// A row with one split (len <= 64) writes o / l directly. With several, each block publishes (m, l, o) per
+// query head and the last block to finish for (row, kv head) combines them: M = max m_s, f_s = exp(m_s - M),
+// L = sum f_s l_s and O = sum f_s o_s, both in split order, out = O / L. The atomic counter only elects that
+// block; it orders no arithmetic, and the last block leaves it zero again. The combine loads every (m, l)
+// at once (a lane per split) and its first eight splits of o before it even knows M, so it costs about two
+// L2 round trips, not one per split.
+// The grid is (kv head, row, split) so that the blocks that have work are dispatched first and the ones past
+// a row's length (they only read the row's length and exit) last; only static shared memory (< 48 KiB).
+// Workspace: o partials [row * heads + head][max_splits][head_dim] then (m, l) pairs, the same size as
+// before; counters: one per (row, kv head), inside the n_rows * heads ints the caller zeroes.
 // So a row's output depends on its query, its cache and its length alone: not on the other rows in the
-// call, on which streams they belong to, or on the grid.
+// call, on which streams they belong to, on the grid, or on which block finishes last. The code is compiled
+// with -fmad=false: every FMA is an explicit __fmaf_rn, every other operation rounds on its own.
 #include <cfloat>
 
 #include "backends/cuda/kernels/common.cuh"
@@ -15,7 +36,6 @@
 namespace tf::cuda {
 namespace {
 
-constexpr int kThreads = 128;
 constexpr int kMaxHeadDim = 256;
 
 __global__ void kv_write_kernel(const AttnRow* __restrict__ rows, const float* __restrict__ k,
@@ -33,147 +53,268 @@ __global__ void kv_write_kernel(const AttnRow* __restrict__ rows, const float* _
   }
 }
 
-__device__ __forceinline__ float block_sum_fixed(float v, float* scratch) {
-  v = warp_sum(v);
-  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
-  __syncthreads();
-  float t = scratch[0];
-#pragma unroll
-  for (int w = 1; w < kThreads / 32; ++w) t = __fadd_rn(t, scratch[w]);
-  __syncthreads();
-  return t;
+// ---- decode attention ----------------------------------------------------------------------------------
+
+constexpr int kAttnThreads = 256;
+constexpr int kWarps = kAttnThreads / 32;
+constexpr int kSplit = kAttnSplit;      // positions per split: fixed, so the arithmetic is a function of position
+constexpr int kGroupChunk = kWarps;     // query heads per pass (a warp per head in the softmax and the combine)
+constexpr int kQuarters = kAttnThreads / kSplit;  // threads per position in the scores (4)
+static_assert(kSplit == 64 && kQuarters == 4, "the score and softmax mappings assume 64 positions, 4 threads each");
+constexpr int kCombineBatch = 8;  // splits of o loaded at once in the combine
+
+__device__ __forceinline__ float4 fma4(float s, float4 v, float4 acc) {
+  return make_float4(__fmaf_rn(s, v.x, acc.x), __fmaf_rn(s, v.y, acc.y), __fmaf_rn(s, v.z, acc.z),
+                     __fmaf_rn(s, v.w, acc.w));
+}
+__device__ __forceinline__ float4 add4(float4 a, float4 b) {
+  return make_float4(__fadd_rn(a.x, b.x), __fadd_rn(a.y, b.y), __fadd_rn(a.z, b.z), __fadd_rn(a.w, b.w));
+}
+__device__ __forceinline__ float4 div4(float4 a, float b) {
+  return make_float4(__fdiv_rn(a.x, b), __fdiv_rn(a.y, b), __fdiv_rn(a.z, b), __fdiv_rn(a.w, b));
 }
 
-__device__ __forceinline__ float block_max(float v, float* scratch) {
-  v = warp_max(v);
-  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
-  __syncthreads();
-  float t = scratch[0];
-#pragma unroll
-  for (int w = 1; w < kThreads / 32; ++w) t = fmaxf(t, scratch[w]);
-  __syncthreads();
-  return t;
-}
+// DMAX: head_dim rounded up to 64, 128 or 256 (the register slices are sized for it; dims past head_dim
+// are predicated off, so the arithmetic of a given head_dim is the same whichever DMAX runs it).
+// Blocks per SM asked of the register allocator: 3 (<= 80 registers) and 2 (<= 128) compile without
+// spills; head_dim 256 holds 64 key and 64 value floats per thread (about 200 registers): one block per SM.
+constexpr int attn_min_blocks(int dmax) { return dmax <= 64 ? 3 : dmax <= 128 ? 2 : 1; }
 
-__global__ void __launch_bounds__(kThreads) decode_attention_kernel(DecodeAttnArgs a) {
+template <int DMAX>
+__global__ void __launch_bounds__(kAttnThreads, attn_min_blocks(DMAX)) decode_attention_kernel(DecodeAttnArgs a) {
+  constexpr int C4 = DMAX / 4;                  // float4 columns of a row at most
+  constexpr int NG = kAttnThreads / C4;         // position groups in the o phase (16, 8, 4)
+  constexpr int KP = kSplit / NG;               // positions per thread in the o phase (4, 8, 16)
+  constexpr int KU = C4 / kQuarters;            // float4s of a key per thread in the scores (4, 8, 16)
+  constexpr int kItems = (kGroupChunk * C4 + kAttnThreads - 1) / kAttnThreads;  // (head, float4) outputs per thread
+
   pdl_launch();
-  pdl_wait();
-  const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
+  pdl_wait();  // the cache (kv_write) and q come from earlier kernels
+  // Grid (kv head, row, split): the blocks of the first splits, which every row has, are dispatched first
+  // and the blocks past the rows' lengths (which only exit) last.
+  const int kvh = blockIdx.x, r = blockIdx.y, split = blockIdx.z;
+  const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   const AttnRow row = a.rows[r];
   const int len = row.len;
-  const int nsplit = (len + kAttnSplit - 1) / kAttnSplit;
-  if (split >= nsplit) return;
-  const int D = a.head_dim;
-  const int p0 = split * kAttnSplit;
-  const int n = min(len - p0, kAttnSplit);
-  const int kvh = h / (a.heads / a.kv_heads);
-  const float* K = row.k + (static_cast<std::int64_t>(kvh) * row.cap + p0) * D;
-  const float* V = row.v + (static_cast<std::int64_t>(kvh) * row.cap + p0) * D;
-  const float* q = a.q + (static_cast<std::int64_t>(r) * a.heads + h) * D;
+  const int nsplit = (len + kSplit - 1) / kSplit;
+  if (split >= nsplit) return;  // past this row's length (the grid is sized for the longest cache)
+  const int D = a.head_dim, D4 = D / 4;
+  const int G = a.heads / a.kv_heads;
+  const int p0 = split * kSplit;
+  const int n = min(len - p0, kSplit);
+  const std::int64_t kv_off = (static_cast<std::int64_t>(kvh) * row.cap + p0) * D;
+  const float4* K4 = reinterpret_cast<const float4*>(row.k + kv_off);
+  const float4* V4 = reinterpret_cast<const float4*>(row.v + kv_off);
 
-  // The split's keys and values (n x D each, contiguous in the cache) and the query go to shared memory
-  // with all their loads in flight at once; everything after reads shared memory.
-  extern __shared__ float4 smem4[];
-  float* ks = reinterpret_cast<float*>(smem4);
-  float* vs = ks + kAttnSplit * D;
-  float* qs = vs + kAttnSplit * D;
-  __shared__ float sc[kAttnSplit];
-  __shared__ float scratch[kThreads / 32];
+  __shared__ float4 qs[kGroupChunk * C4];            // the query chunk [head][float4]
+  __shared__ float sc[kGroupChunk][kSplit];          // scores, then the weights exp(s - m)
+  __shared__ float sm[kGroupChunk], sl[kGroupChunk];  // per head of the chunk: this split's max and sum
+  __shared__ float4 part[NG * kGroupChunk * C4];     // o partials [group][head][float4]
   __shared__ int is_last;
-  {
-    const int n4 = n * D / 4;
-    const float4* K4 = reinterpret_cast<const float4*>(K);
-    const float4* V4 = reinterpret_cast<const float4*>(V);
-    float4* ks4 = reinterpret_cast<float4*>(ks);
-    float4* vs4 = reinterpret_cast<float4*>(vs);
-    for (int i = threadIdx.x; i < n4; i += kThreads) {
-      ks4[i] = K4[i];
-      vs4[i] = V4[i];
+
+  // All of this thread's key and value slices are loaded at once (registers; positions past n read as 0).
+  // Scores: position ps = t / 4, quarter jq = t % 4 takes float4s jq, jq + 4, ... of the key.
+  const int ps = t / kQuarters, jq = t % kQuarters;
+  float4 kr[KU];
+#pragma unroll
+  for (int u = 0; u < KU; ++u) {
+    const int c = jq + kQuarters * u;
+    kr[u] = (ps < n && c < D4) ? __ldg(K4 + ps * D4 + c) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  // o: group og = t / C4 takes positions og, og + NG, ... (a warp reads whole rows: coalesced); column oc.
+  const int og = t / C4, oc = t % C4;
+  float4 vr[KP];
+#pragma unroll
+  for (int k = 0; k < KP; ++k) {
+    const int p = og + NG * k;
+    vr[k] = (p < n && oc < D4) ? __ldg(V4 + p * D4 + oc) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+
+  const std::int64_t head0 = static_cast<std::int64_t>(r) * a.heads + static_cast<std::int64_t>(kvh) * G;
+  const std::int64_t nslots = static_cast<std::int64_t>(a.n_rows) * a.heads * a.max_splits;
+  float* work_o = a.work;                          // [row * heads + head][max_splits][D]
+  float* work_ml = a.work + nslots * D;            // [row * heads + head][max_splits][2]: m, l
+
+  for (int g0 = 0; g0 < G; g0 += kGroupChunk) {
+    const int ng = min(kGroupChunk, G - g0);
+    {
+      const float4* q4 = reinterpret_cast<const float4*>(a.q + (head0 + g0) * D);
+      for (int i = t; i < ng * C4; i += kAttnThreads) {
+        const int gi = i / C4, c = i % C4;
+        if (c < D4) qs[i] = q4[gi * D4 + c];
+      }
     }
-    for (int d = threadIdx.x; d < D; d += kThreads) qs[d] = q[d];
-  }
-  __syncthreads();
+    __syncthreads();  // qs ready; also: the previous chunk is done with sc and part
 
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  constexpr int NW = kThreads / 32;
-  // Scores: warp w takes positions w, w + NW, ...; each dot sums its lanes' dims in order, then the butterfly.
-  for (int i = warp; i < n; i += NW) {
-    const float* kr = ks + i * D;
-    float dot = 0.0f;
-    for (int d = lane; d < D; d += 32) dot = __fmaf_rn(qs[d], kr[d], dot);
-    dot = warp_sum(dot);
-    if (lane == 0) sc[i] = __fmul_rn(dot, a.scale);
-  }
-  __syncthreads();
-
-  float m = -FLT_MAX;
-  for (int i = threadIdx.x; i < n; i += kThreads) m = fmaxf(m, sc[i]);
-  m = block_max(m, scratch);
-  float l = 0.0f;
-  for (int i = threadIdx.x; i < n; i += kThreads) {
-    const float e = expf(__fsub_rn(sc[i], m));
-    sc[i] = e;
-    l = __fadd_rn(l, e);
-  }
-  l = block_sum_fixed(l, scratch);  // ends with a barrier: every sc[i] is the weight now
-
-  // o = sum p v: thread per dim, over the positions in order.
-  const std::int64_t slot = static_cast<std::int64_t>(r) * a.heads + h;
-  float o[kMaxHeadDim / kThreads];
+    // Scores: this thread's quarter of each dot, in dim order, then the two shuffles.
+    float dot[kGroupChunk];
 #pragma unroll
-  for (int u = 0; u < kMaxHeadDim / kThreads; ++u) {
-    const int d = threadIdx.x + u * kThreads;
-    float acc = 0.0f;
-    if (d < D)
-      for (int i = 0; i < n; ++i) acc = __fmaf_rn(sc[i], vs[i * D + d], acc);
-    o[u] = acc;
-  }
-  if (nsplit == 1) {
+    for (int gi = 0; gi < kGroupChunk; ++gi) dot[gi] = 0.0f;
 #pragma unroll
-    for (int u = 0; u < kMaxHeadDim / kThreads; ++u) {
-      const int d = threadIdx.x + u * kThreads;
-      if (d < D) a.out[slot * D + d] = __fdiv_rn(o[u], l);
+    for (int u = 0; u < KU; ++u) {
+      const int c = jq + kQuarters * u;
+#pragma unroll
+      for (int gi = 0; gi < kGroupChunk; ++gi)
+        if (gi < ng && c < D4) {
+          const float4 q = qs[gi * C4 + c];
+          dot[gi] = __fmaf_rn(q.x, kr[u].x, dot[gi]);
+          dot[gi] = __fmaf_rn(q.y, kr[u].y, dot[gi]);
+          dot[gi] = __fmaf_rn(q.z, kr[u].z, dot[gi]);
+          dot[gi] = __fmaf_rn(q.w, kr[u].w, dot[gi]);
+        }
     }
-    return;
-  }
-
-  // Several splits: publish (m, l, o), then the last block combines in split order.
-  float* mine = a.work + (slot * a.max_splits + split) * (D + 2);
 #pragma unroll
-  for (int u = 0; u < kMaxHeadDim / kThreads; ++u) {
-    const int d = threadIdx.x + u * kThreads;
-    if (d < D) mine[2 + d] = o[u];
+    for (int gi = 0; gi < kGroupChunk; ++gi) {
+      float d = dot[gi];
+      d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 1));
+      d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 2));
+      if (gi < ng && (gi % kQuarters) == jq) sc[gi][ps] = __fmul_rn(d, a.scale);
+    }
+    __syncthreads();
+
+    // Softmax within the split: warp gi takes head gi, lanes positions lane and lane + 32.
+    if (warp < ng) {
+      const bool in0 = lane < n, in1 = lane + 32 < n;
+      const float s0 = sc[warp][lane], s1 = sc[warp][lane + 32];
+      const float m = warp_max(fmaxf(in0 ? s0 : -FLT_MAX, in1 ? s1 : -FLT_MAX));
+      const float e0 = in0 ? expf(__fsub_rn(s0, m)) : 0.0f;
+      const float e1 = in1 ? expf(__fsub_rn(s1, m)) : 0.0f;
+      const float l = warp_sum(__fadd_rn(e0, e1));
+      sc[warp][lane] = e0;
+      sc[warp][lane + 32] = e1;
+      if (lane == 0) {
+        sm[warp] = m;
+        sl[warp] = l;
+      }
+    }
+    __syncthreads();
+
+    // o: this thread's positions in order, per head; then the group partials in group order.
+    if (oc < D4) {
+#pragma unroll
+      for (int gi = 0; gi < kGroupChunk; ++gi) {
+        if (gi >= ng) break;
+        float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int k = 0; k < KP; ++k)
+          if (og + NG * k < n) acc = fma4(sc[gi][og + NG * k], vr[k], acc);
+        part[(og * kGroupChunk + gi) * C4 + oc] = acc;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int it = 0; it < kItems; ++it) {
+      const int item = t + it * kAttnThreads;
+      const int gi = item / C4, c = item % C4;
+      if (gi >= ng || c >= D4) continue;
+      float4 o = part[gi * C4 + c];
+#pragma unroll
+      for (int grp = 1; grp < NG; ++grp) o = add4(o, part[(grp * kGroupChunk + gi) * C4 + c]);
+      const std::int64_t slot = head0 + g0 + gi;
+      if (nsplit == 1) {
+        reinterpret_cast<float4*>(a.out + slot * D)[c] = div4(o, sl[gi]);
+      } else {
+        reinterpret_cast<float4*>(work_o + (slot * a.max_splits + split) * D)[c] = o;
+      }
+    }
+    if (nsplit > 1 && t < ng) {
+      const std::int64_t slot = head0 + g0 + t;
+      reinterpret_cast<float2*>(work_ml)[slot * a.max_splits + split] = make_float2(sm[t], sl[t]);
+    }
   }
-  if (threadIdx.x == 0) {
-    mine[0] = m;
-    mine[1] = l;
-  }
+  if (nsplit == 1) return;
+
+  // Several splits: the last block of (row, kv head) to publish combines them.
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) is_last = atomicAdd(&a.counters[slot], 1u) == static_cast<unsigned int>(nsplit - 1);
+  unsigned int* counter = a.counters + static_cast<std::int64_t>(r) * a.kv_heads + kvh;
+  if (t == 0) is_last = atomicAdd(counter, 1u) == static_cast<unsigned int>(nsplit - 1);
   __syncthreads();
   if (!is_last) return;
   __threadfence();
-  const float* base = a.work + slot * a.max_splits * (D + 2);
-  float M = -FLT_MAX;
-  for (int s = 0; s < nsplit; ++s) M = fmaxf(M, __ldcg(base + s * (D + 2)));
-  float L = 0.0f;
-  for (int s = 0; s < nsplit; ++s) {
-    const float f = expf(__fsub_rn(__ldcg(base + s * (D + 2)), M));
-    L = __fadd_rn(L, __fmul_rn(f, __ldcg(base + s * (D + 2) + 1)));
-  }
+
+  // sc is reused a chunk of 32 splits at a time: sc[head][s] = f_s = exp(m_s - M), sc[head][32 + s] = l_s.
+  static_assert(kSplit == 64, "f and l of 32 splits share a row of sc");
+  for (int g0 = 0; g0 < G; g0 += kGroupChunk) {
+    const int ng = min(kGroupChunk, G - g0);
+    __syncthreads();  // the previous chunk (or the o phase) is done with sc
+    // This thread's outputs: (head gi, float4 c) items; the first batch of their o partials is loaded now,
+    // before M is known, so those loads overlap the (m, l) loads below.
+    float4 ob[kItems][kCombineBatch];
+    auto load_batch = [&](int sb) {
 #pragma unroll
-  for (int u = 0; u < kMaxHeadDim / kThreads; ++u) {
-    const int d = threadIdx.x + u * kThreads;
-    if (d >= D) continue;
-    float acc = 0.0f;
-    for (int s = 0; s < nsplit; ++s) {
-      const float f = expf(__fsub_rn(__ldcg(base + s * (D + 2)), M));
-      acc = __fmaf_rn(f, __ldcg(base + s * (D + 2) + 2 + d), acc);
+      for (int it = 0; it < kItems; ++it) {
+        const int item = t + it * kAttnThreads;
+        const int gi = item / C4, c = item % C4;
+        const std::int64_t slot = head0 + g0 + gi;
+#pragma unroll
+        for (int k = 0; k < kCombineBatch; ++k)
+          if (gi < ng && c < D4 && sb + k < nsplit)
+            ob[it][k] = __ldcg(reinterpret_cast<const float4*>(work_o + (slot * a.max_splits + sb + k) * D) + c);
+      }
+    };
+    load_batch(0);
+    // Warp gi: M over the splits (a lane per split; max is exact in any order), keeping the first 32 (m, l).
+    float M = -FLT_MAX, m_first = -FLT_MAX, l_first = 0.0f;
+    if (warp < ng) {
+      const float2* ml = reinterpret_cast<const float2*>(work_ml) + (head0 + g0 + warp) * a.max_splits;
+      for (int s = lane; s < nsplit; s += 32) {
+        const float2 v = __ldcg(ml + s);
+        if (s < 32) {
+          m_first = v.x;
+          l_first = v.y;
+        }
+        M = fmaxf(M, v.x);
+      }
+      M = warp_max(M);
     }
-    a.out[slot * D + d] = __fdiv_rn(acc, L);
+    float4 acc[kItems];
+    float L[kItems];
+#pragma unroll
+    for (int it = 0; it < kItems; ++it) {
+      acc[it] = make_float4(0.f, 0.f, 0.f, 0.f);
+      L[it] = 0.0f;
+    }
+    for (int s0 = 0; s0 < nsplit; s0 += 32) {
+      if (warp < ng && s0 + lane < nsplit) {
+        float m = m_first, l = l_first;
+        if (s0 > 0) {
+          const float2 v = __ldcg(reinterpret_cast<const float2*>(work_ml) + (head0 + g0 + warp) * a.max_splits + s0 + lane);
+          m = v.x;
+          l = v.y;
+        }
+        sc[warp][lane] = expf(__fsub_rn(m, M));
+        sc[warp][32 + lane] = l;
+      }
+      __syncthreads();
+      const int s1 = min(s0 + 32, nsplit);
+      for (int sb = s0; sb < s1; sb += kCombineBatch) {
+        if (sb > 0) load_batch(sb);
+#pragma unroll
+        for (int it = 0; it < kItems; ++it) {
+          const int item = t + it * kAttnThreads;
+          const int gi = item / C4, c = item % C4;
+          if (gi >= ng || c >= D4) continue;
+#pragma unroll
+          for (int k = 0; k < kCombineBatch; ++k)
+            if (sb + k < s1) {  // in split order
+              const float f = sc[gi][sb + k - s0];
+              acc[it] = fma4(f, ob[it][k], acc[it]);
+              L[it] = __fmaf_rn(f, sc[gi][32 + sb + k - s0], L[it]);
+            }
+        }
+      }
+      __syncthreads();  // sc is rewritten by the next chunk
+    }
+#pragma unroll
+    for (int it = 0; it < kItems; ++it) {
+      const int item = t + it * kAttnThreads;
+      const int gi = item / C4, c = item % C4;
+      if (gi >= ng || c >= D4) continue;
+      reinterpret_cast<float4*>(a.out + (head0 + g0 + gi) * D)[c] = div4(acc[it], L[it]);
+    }
   }
-  if (threadIdx.x == 0) a.counters[slot] = 0u;
+  if (t == 0) *counter = 0u;
 }
 
 }  // namespace
@@ -185,19 +326,12 @@ void kv_write(const AttnRow* rows, const float* k, const float* v, std::int64_t 
   check_launch("kv_write");
 }
 
-std::size_t decode_attention_smem(int head_dim) {
-  return (2 * static_cast<std::size_t>(kAttnSplit) + 1) * static_cast<std::size_t>(head_dim) * sizeof(float);
-}
+// The kernels use static shared memory only (under 48 KiB), so there is no attribute to set any more; the
+// function stays for the backend, which calls it before any graph capture.
+void prepare_decode_attention() {}
 
-void prepare_decode_attention() {
-  static const bool done = [] {
-    cudaFuncSetAttribute(decode_attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                         static_cast<int>(decode_attention_smem(kMaxHeadDim)));
-    return true;
-  }();
-  (void)done;
-}
-
+// (m, l, o) per (row, query head, split): the o region first ([slots][max_splits][head_dim], so every o is
+// 16-byte aligned), then the (m, l) pairs; the same total as before.
 std::size_t decode_attention_work_floats(int n_rows, int heads, int head_dim, int max_splits) {
   return static_cast<std::size_t>(n_rows) * heads * max_splits * (head_dim + 2);
 }
@@ -209,10 +343,16 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
   if (a.kv_heads <= 0 || a.heads % a.kv_heads != 0) throw std::invalid_argument("decode_attention: heads % kv_heads");
   if (a.max_splits > 1 && (a.work == nullptr || a.counters == nullptr))
     throw std::invalid_argument("decode_attention: several splits need work and counters");
-  prepare_decode_attention();
-  const dim3 grid(static_cast<unsigned int>(a.max_splits), static_cast<unsigned int>(a.heads),
-                  static_cast<unsigned int>(a.n_rows));
-  launch_pdl(decode_attention_kernel, grid, dim3(kThreads), decode_attention_smem(a.head_dim), s, a);
+  if (a.max_splits < 1 || a.max_splits > 65535 || a.n_rows > 65535)
+    throw std::invalid_argument("decode_attention: max_splits and n_rows at most 65535 (grid y, z)");
+  const dim3 grid(static_cast<unsigned int>(a.kv_heads), static_cast<unsigned int>(a.n_rows),
+                  static_cast<unsigned int>(a.max_splits));
+  if (a.head_dim <= 64)
+    launch_pdl(decode_attention_kernel<64>, grid, dim3(kAttnThreads), 0, s, a);
+  else if (a.head_dim <= 128)
+    launch_pdl(decode_attention_kernel<128>, grid, dim3(kAttnThreads), 0, s, a);
+  else
+    launch_pdl(decode_attention_kernel<256>, grid, dim3(kAttnThreads), 0, s, a);
   check_launch("decode_attention");
 }
 

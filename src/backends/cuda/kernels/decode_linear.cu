@@ -10,6 +10,8 @@
 // A warp holds O weight rows so one x load serves O rows (a block is 4 such warps); the row tile RT (1, 2, 4, 8 or 16 activation
 // rows) only decides how many rows share the weight loads. Row r's arithmetic is the same in every tile.
 #include "backends/cuda/kernels/common.cuh"
+#include "backends/cuda/kernels/decode_linear_tiled.cuh"
+#include "backends/cuda/kernels/tiled_layout.h"
 
 namespace tf::cuda {
 namespace {
@@ -330,6 +332,7 @@ void launch_dtype(const DecodeLinearArgs& a, cudaStream_t s) {
 std::size_t elem_bytes(ElemType t) { return t == ElemType::F32 ? 4 : 2; }
 
 bool decode_linear_supported(const WeightView& w) {
+  if (w.tiled) return tileable(w.bits, w.group, w.cols);
   if (w.bits != 0 && w.bits != 4 && w.bits != 8) return false;
   if (w.bits != 0 && (w.group <= 0 || w.group % 32 != 0 || w.cols % w.group != 0)) return false;
   const std::int64_t cw = chunk_weights(w);
@@ -345,13 +348,17 @@ void decode_linear(const DecodeLinearArgs& a, cudaStream_t s) {
   if (!decode_linear_supported(w)) throw std::invalid_argument("decode_linear: unsupported weight format");
   for (int i = 1; i < a.segments; ++i) {
     const WeightView& o = a.seg[i].w;
-    if (o.cols != w.cols || o.bits != w.bits || o.group != w.group || o.dtype != w.dtype)
+    if (o.cols != w.cols || o.bits != w.bits || o.group != w.group || o.dtype != w.dtype || o.tiled != w.tiled)
       throw std::invalid_argument("decode_linear: segments differ in format");
   }
   if (a.swiglu_out != nullptr && (a.segments != 2 || a.seg[1].w.rows != w.rows))
     throw std::invalid_argument("decode_linear: swiglu needs two segments of equal rows");
   if ((reinterpret_cast<std::uintptr_t>(a.x) & 15) != 0 || (a.x_stride & 3) != 0)
     throw std::invalid_argument("decode_linear: x must be 16-byte aligned");
+  if (w.tiled) {
+    if (a.norm_w != nullptr && a.x_stride != w.cols) throw std::invalid_argument("decode_linear: a fused norm needs dense rows");
+    return decode_linear_tiled(a, s);
+  }
   if (a.norm_w != nullptr && (w.cols > kMaxFusedNormCols || a.x_stride != w.cols))
     throw std::invalid_argument("decode_linear: a fused norm needs cols <= kMaxFusedNormCols and dense rows");
   switch (w.bits) {

@@ -1,6 +1,7 @@
 // Embedding lookup: out[r] = row ids[r] of the table, dequantized (w = scale*q + bias, each step rounded in
 // float32, as the reference dequantizer does) for affine tables of any bit width, converted for dense ones.
 #include "backends/cuda/kernels/common.cuh"
+#include "backends/cuda/kernels/tiled_layout.h"
 
 namespace tf::cuda {
 namespace {
@@ -13,11 +14,15 @@ __global__ void embed_affine_kernel(WeightView t, const std::int32_t* __restrict
   std::int64_t id = ids[r];
   if (id < 0 || id >= t.rows) id = 0;  // the backend checks ids on the host; never read out of bounds
   const std::int64_t words_per_row = t.cols * t.bits / 32;
-  const auto* row = static_cast<const std::uint32_t*>(t.data) + id * words_per_row;
+  const auto* words = static_cast<const std::uint32_t*>(t.data);
+  const auto* row = words + id * words_per_row;
   const std::int64_t gpr = t.cols / t.group;
   for (std::int64_t k = threadIdx.x; k < t.cols; k += blockDim.x) {
     const std::int64_t g = id * gpr + k / t.group;
-    const float q = static_cast<float>(code_at(row, k, t.bits));
+    // Tiled codes (4 or 8 bits) never straddle words: find the word, then the code in it.
+    const float q = static_cast<float>(
+        t.tiled ? (words[tiled_word_index(id, k * t.bits / 32, words_per_row)] >> ((k * t.bits) & 31)) & ((1u << t.bits) - 1u)
+                : code_at(row, k, t.bits));
     out[r * t.cols + k] = __fadd_rn(__fmul_rn(load_elem<E>(t.scales, g), q), load_elem<E>(t.biases, g));
   }
 }

@@ -28,6 +28,9 @@ struct WeightView {
   int group = 0;
   ElemType dtype = ElemType::F32;  // dense element type, or the scale/bias type
   std::int64_t rows = 0, cols = 0;
+  // Affine codes in the tiled layout of tiled_layout.h (rows padded to 16) rather than MLX's row-major
+  // bitstreams: the tensor-core decode kernel needs it; prefill and embedding read either.
+  bool tiled = false;
 };
 
 // ---- linear: y[r, n] = sum_k x[r, k] * w[n, k] ----------------------------------------------------------
@@ -59,7 +62,8 @@ struct DecodeLinearArgs {
   float* norm_sum = nullptr;
   float norm_eps = 0.0f;
 };
-// The widest input for which decode_linear fuses an RMSNorm (every warp re-reads its rows of x).
+// The widest input for which decode_linear fuses an RMSNorm into an untiled weight (every warp re-reads its
+// rows of x); tiled weights fuse it at any width (once per block).
 constexpr std::int64_t kMaxFusedNormCols = 2048;
 bool decode_linear_supported(const WeightView& w);
 void decode_linear(const DecodeLinearArgs& a, cudaStream_t s);
@@ -113,8 +117,9 @@ void rope_kv_write(const float* q, const float* k, const float* v, float* q_out,
 // Decode attention: each query row attends over its own cache, split along the cache at fixed boundaries
 // (kAttnSplit positions), the splits combined in split order by the last block to finish; the result of a
 // row depends on its query, its cache and its length only. `max_splits` sizes the grid (ceil(cap /
-// kAttnSplit) over the rows); blocks past a row's length exit. `work` holds max_splits partials per
-// (row, head); `counters` one zeroed int per (row, head) (the kernel leaves them zero).
+// kAttnSplit) over the rows); blocks past a row's length exit. One block serves all the query heads of a
+// kv head (keys and values read once per kv head). `work` holds max_splits partials per (row, head);
+// `counters` n_rows * heads zeroed ints, of which the kernel uses one per (row, kv head) and leaves zero.
 constexpr int kAttnSplit = 64;
 struct DecodeAttnArgs {
   const float* q = nullptr;  // [rows, heads * head_dim]

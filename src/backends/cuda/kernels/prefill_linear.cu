@@ -4,6 +4,7 @@
 // Deterministic (fixed order), but the order differs from the decode kernel's: the chunk plan decides
 // which path a row takes, never the number of rows of a decode or verify call (those use decode_linear).
 #include "backends/cuda/kernels/common.cuh"
+#include "backends/cuda/kernels/tiled_layout.h"
 
 namespace tf::cuda {
 namespace {
@@ -15,14 +16,19 @@ template <int BITS, ElemType E>
 __device__ __forceinline__ void load_w8(const WeightView& w, std::int64_t row_bytes, std::int64_t gpr,
                                         std::int64_t n, std::int64_t k, float (&out)[8]) {
   const unsigned char* row = static_cast<const unsigned char*>(w.data) + n * row_bytes;
+  // Word i of row n, in either code layout (tiled_layout.h).
+  auto word_at = [&](std::int64_t i) {
+    if (w.tiled) return __ldg(static_cast<const unsigned int*>(w.data) + tiled_word_index(n, i, row_bytes / 4));
+    return __ldg(reinterpret_cast<const unsigned int*>(row) + i);
+  };
   if constexpr (BITS == 4) {
-    const unsigned int word = __ldg(reinterpret_cast<const unsigned int*>(row + k / 2));
+    const unsigned int word = word_at(k / 8);
     const std::int64_t g = k / w.group;
     const float s = load_elem<E>(w.scales, n * gpr + g), b = load_elem<E>(w.biases, n * gpr + g);
 #pragma unroll
     for (int i = 0; i < 8; ++i) out[i] = __fmaf_rn(s, static_cast<float>((word >> (4 * i)) & 0xFu), b);
   } else if constexpr (BITS == 8) {
-    const uint2 v = __ldg(reinterpret_cast<const uint2*>(row + k));
+    const uint2 v = make_uint2(word_at(k / 4), word_at(k / 4 + 1));
     const std::int64_t g = k / w.group;
     const float s = load_elem<E>(w.scales, n * gpr + g), b = load_elem<E>(w.biases, n * gpr + g);
 #pragma unroll

@@ -1,0 +1,519 @@
+// The decode matmul on tensor cores: 1..16 activation rows against a tiled affine 4- or 8-bit weight
+// (tiled_layout.h), y[r, n] = sum_k x[r, k] * (scale[n, g] * q[n, k] + bias[n, g]).
+//
+// Why tensor cores: on the CUDA cores a 4-bit weight costs about five instructions to unpack and multiply,
+// so one row already runs out of issue slots at a fifth of the memory bandwidth, and every extra row of a
+// verify window costs another full pass of multiply-adds. mma.m16n8k16 multiplies 16 weight rows by 8
+// activation rows in one instruction, so 1 to 8 rows cost the same and the kernel is left to stream bytes.
+//
+// Exactness and row invariance:
+// - A (16 weight rows x 16 k) holds the codes q themselves (0..255 are exact in bf16); scale and bias are
+//   applied per group outside the tensor core: acc += scale * D_g + bias * sx_g, where D_g = sum_k x*q over
+//   the group (the mma chain) and sx_g = sum_k x over the group (float32 adds in a fixed order).
+// - B (16 k x 8 rows of x) is x split into two bf16 terms, hi = bf16(x) and lo = bf16(x - hi) (both exact
+//   splits), multiplied in turn: x is carried to 16 significant bits, the products are exact, and the
+//   tensor core accumulates in float32. Each output element depends only on its own weight row and its own
+//   activation row: padding rows or other rows in the call never change its bits.
+// - The reduction order is a function of the weight's shape alone: the K axis is cut into W contiguous
+//   ranges of whole groups (W = warps per block, from the shape), each warp accumulates its groups in k order,
+//   and the warps' sums are added in warp order through shared memory. The number of activation rows only
+//   decides how many 8-row column tiles (1 or 2) each mma covers, and the number of weight tiles per block
+//   only decides how blocks share x: neither touches the arithmetic of a row.
+// - The fused RMSNorm computes each activation row's inverse RMS once per block (each warp sums the squares
+//   of its own K range, the warps' sums added in warp order), so every block and every call forms the same
+//   normed x.
+#include "backends/cuda/kernels/common.cuh"
+#include "backends/cuda/kernels/decode_linear_tiled.cuh"
+#include "backends/cuda/kernels/tiled_layout.h"
+
+namespace tf::cuda {
+namespace {
+
+constexpr int kMaxWarps = 8;
+
+struct TiledArgs {
+  DecodeLinearArgs a;
+  std::int64_t cols = 0;
+  std::int64_t pairs = 0;     // 16-byte lane loads per tile along K (two units each)
+  int units_per_group = 1;    // 4-bit: group / 32; 8-bit: group / 16 (1, 2, 4 or 8)
+  int group_shift = 0;        // log2(units_per_group): group indices by shifts, never 64-bit division
+  int pairs_per_atom = 1;     // an atom: whole groups and whole pairs (the unit of the K split)
+  std::int64_t atoms = 0;
+  int warps = 1;              // W: the K split, from the shape only
+  std::int64_t groups_per_row = 0;
+  std::int64_t seg_tiles[3] = {0, 0, 0};
+  std::int64_t tiles = 0;     // tiles the grid covers (the gate's tiles with the swiglu epilogue)
+};
+
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Nibbles i and i + 4 of w as a bf16 pair (low half: nibble i): or-ing a nibble into 128.0's mantissa gives
+// 128 + q exactly, and subtracting 128 leaves q.
+// (The and-or is one lop3 with the mask as its immediate and 128.0's bits in a register.)
+__device__ __forceinline__ unsigned nibble_pair(unsigned w, int i, unsigned magic) {
+  unsigned t;
+  asm("lop3.b32 %0, %1, 0x000F000F, %2, 0xEA;" : "=r"(t) : "r"(w >> (4 * i)), "r"(magic));
+  __nv_bfloat162 v = *reinterpret_cast<const __nv_bfloat162*>(&t);
+  v = __hsub2(v, *reinterpret_cast<const __nv_bfloat162*>(&magic));
+  return *reinterpret_cast<const unsigned*>(&v);
+}
+
+// Bytes i and i + 2 of w as a bf16 pair (low half: byte i). A code below 256 has at most 8 significant
+// bits, so the upper half of its float32 is its bf16, exactly.
+__device__ __forceinline__ unsigned byte_pair(unsigned w, int i) {
+  const unsigned t = (w >> (8 * i)) & 0x00FF00FFu;
+  const float f0 = __fsub_rn(__uint_as_float((t & 0xFFFFu) | 0x4B000000u), 8388608.0f);
+  const float f1 = __fsub_rn(__uint_as_float((t >> 16) | 0x4B000000u), 8388608.0f);
+  return __byte_perm(__float_as_uint(f0), __float_as_uint(f1), 0x7632);
+}
+
+// x0, x1 as two bf16 pairs: hi = bf16(x), lo = bf16(x - hi) (the subtraction is exact).
+__device__ __forceinline__ void split_pair(float x0, float x1, unsigned& hi, unsigned& lo) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
+  hi = *reinterpret_cast<const unsigned*>(&h);
+  const float r0 = __fsub_rn(x0, __uint_as_float(hi << 16));
+  const float r1 = __fsub_rn(x1, __uint_as_float(hi & 0xFFFF0000u));
+  const __nv_bfloat162 l = __floats2bfloat162_rn(r0, r1);
+  lo = *reinterpret_cast<const unsigned*>(&l);
+}
+
+// A scale and a bias, kept as loaded (two 16-bit values in one register, or two floats).
+template <ElemType SE>
+struct ScaleBias {
+  unsigned v;
+  __device__ __forceinline__ void load(const void* s, const void* b, std::int64_t i) {
+    const auto* sp = static_cast<const unsigned short*>(s);
+    const auto* bp = static_cast<const unsigned short*>(b);
+    v = static_cast<unsigned>(__ldg(sp + i)) | (static_cast<unsigned>(__ldg(bp + i)) << 16);
+  }
+  __device__ __forceinline__ float scale() const {
+    if constexpr (SE == ElemType::BF16) return __uint_as_float(v << 16);
+    else return __half2float(__ushort_as_half(static_cast<unsigned short>(v & 0xFFFFu)));
+  }
+  __device__ __forceinline__ float bias() const {
+    if constexpr (SE == ElemType::BF16) return __uint_as_float(v & 0xFFFF0000u);
+    else return __half2float(__ushort_as_half(static_cast<unsigned short>(v >> 16)));
+  }
+};
+template <>
+struct ScaleBias<ElemType::F32> {
+  float s, b;
+  __device__ __forceinline__ void load(const void* sp, const void* bp, std::int64_t i) {
+    s = __ldg(static_cast<const float*>(sp) + i);
+    b = __ldg(static_cast<const float*>(bp) + i);
+  }
+  __device__ __forceinline__ float scale() const { return s; }
+  __device__ __forceinline__ float bias() const { return b; }
+};
+
+// One weight tile as a block sees it.
+struct TileRef {
+  const uint4* codes;  // this lane's first 16-byte load of the tile
+  const void* scales;
+  const void* biases;
+  float* out;
+  std::int64_t out_stride;
+  std::int64_t first_row;  // segment-local row of the tile's row 0
+  std::int64_t rows;       // the segment's rows
+  bool valid;
+};
+
+// Two blocks of 8 warps per SM for the one-column-tile, two-weight-tile form (decode), one for the wider
+// verify forms (their accumulators need the registers).
+template <int NT, int T>
+constexpr int kMinBlocks = NT == 1 && T == 2 ? 2 : 1;
+
+struct OutRef {
+  float* out;
+  std::int64_t out_stride;
+  std::int64_t first_row;
+  std::int64_t rows;
+  bool valid;
+};
+
+template <int BITS, ElemType SE, int NT, int T, int P>
+__global__ void __launch_bounds__(256, kMinBlocks<NT, T>) decode_linear_tiled_kernel(TiledArgs ta) {
+  const DecodeLinearArgs& a = ta.a;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int r = lane >> 2, j = lane & 3;
+  const bool swiglu = a.swiglu_out != nullptr;
+  const int W = ta.warps;
+
+  // This block's tiles: T consecutive tiles of the segments laid end to end, or T/2 gate tiles and the up
+  // tiles of the same rows (swiglu).
+  TileRef tile[T];
+#pragma unroll
+  for (int t = 0; t < T; ++t) {
+    int seg;
+    std::int64_t lt;
+    if (swiglu) {
+      seg = t < T / 2 ? 0 : 1;
+      lt = static_cast<std::int64_t>(blockIdx.x) * (T / 2) + (t % (T / 2));
+    } else {
+      lt = static_cast<std::int64_t>(blockIdx.x) * T + t;
+      seg = 0;
+      if (a.segments > 1 && lt >= ta.seg_tiles[0]) {
+        lt -= ta.seg_tiles[0];
+        seg = 1;
+        if (a.segments > 2 && lt >= ta.seg_tiles[1]) {
+          lt -= ta.seg_tiles[1];
+          seg = 2;
+        }
+      }
+    }
+    // Field by field with selects: a run-time index into the parameter struct would copy it to local memory.
+#define TF_PICK(field) (seg == 0 ? a.seg[0].field : seg == 1 ? a.seg[1].field : a.seg[2].field)
+    const std::int64_t seg_tiles = seg == 0 ? ta.seg_tiles[0] : seg == 1 ? ta.seg_tiles[1] : ta.seg_tiles[2];
+    tile[t].valid = lt < seg_tiles;
+    const std::int64_t safe = tile[t].valid ? lt : 0;
+    tile[t].codes = static_cast<const uint4*>(TF_PICK(w.data)) + safe * ta.pairs * 32 + lane;
+    tile[t].scales = TF_PICK(w.scales);
+    tile[t].biases = TF_PICK(w.biases);
+    tile[t].out = TF_PICK(out);
+    tile[t].out_stride = TF_PICK(out_stride);
+    tile[t].rows = TF_PICK(w.rows);
+    tile[t].first_row = safe * kTileRows;
+#undef TF_PICK
+  }
+  // Where each tile's results go, in shared memory for the epilogue (which indexes tiles at run time).
+  __shared__ OutRef outs[T];
+  if (threadIdx.x < T) {
+#pragma unroll
+    for (int t = 0; t < T; ++t)
+      if (t == static_cast<int>(threadIdx.x)) outs[t] = {tile[t].out, tile[t].out_stride, tile[t].first_row, tile[t].rows, tile[t].valid};
+  }
+  // The scale rows this lane reads (rows r and r + 8 of each tile; padding rows read the last real row).
+  std::int64_t srow[T][2];
+#pragma unroll
+  for (int t = 0; t < T; ++t)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const std::int64_t n = tile[t].first_row + r + 8 * h;
+      srow[t][h] = (n < tile[t].rows ? n : tile[t].rows - 1) * ta.groups_per_row;
+    }
+
+  // This warp's K range, in pairs: whole atoms [warp * atoms / W, (warp + 1) * atoms / W).
+  const std::int64_t p_begin = (static_cast<std::int64_t>(warp) * ta.atoms / W) * ta.pairs_per_atom;
+  const std::int64_t p_end = ((static_cast<std::int64_t>(warp) + 1) * ta.atoms / W) * ta.pairs_per_atom;
+  // A unit u ends a group when (u + 1) is a multiple of units_per_group (a power of two).
+  const std::int64_t group_mask = ta.units_per_group - 1;
+  const int group_shift = ta.group_shift;
+  constexpr int kUnitK = BITS == 4 ? 32 : 16;
+
+  // A ring of P pairs in flight: slot s holds pair p0 + s; computing a slot refills it with the pair P on.
+  uint4 wq[P][T];
+  ScaleBias<SE> sb[P][T][2][2];  // [slot][tile][group ending at unit 0 / 1 of the pair][row r / r + 8]
+  auto fetch = [&](int slot, std::int64_t p) {
+    if (p >= p_end) return;
+#pragma unroll
+    for (int t = 0; t < T; ++t) wq[slot][t] = ldg_stream(tile[t].codes + p * 32);
+#pragma unroll
+    for (int sub = 0; sub < 2; ++sub) {
+      const std::int64_t u = 2 * p + sub;
+      if (((u + 1) & group_mask) != 0) continue;
+      const std::int64_t g = u >> group_shift;
+#pragma unroll
+      for (int t = 0; t < T; ++t)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) sb[slot][t][sub][h].load(tile[t].scales, tile[t].biases, srow[t][h] + g);
+    }
+  };
+  // x (and the norm's inputs) for pair p, pulled into L1 ahead of use: the loads that read them later
+  // then hit L1 instead of waiting a round trip to L2 once per unit. Only after pdl_wait (x is the previous
+  // kernel's output). A line is 128 bytes: one unit of a row for 4 bits, one pair for 8 bits.
+  const bool norm = a.norm_w != nullptr;
+  constexpr int kPairK = 2 * kUnitK;
+  auto prefetch_x = [&](std::int64_t p) {
+    if (p >= p_end || j != 0) return;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const int row = nt * 8 + r;
+      if (row >= a.rows) continue;
+      const std::int64_t off = static_cast<std::int64_t>(row) * a.x_stride + p * kPairK;
+#pragma unroll
+      for (int q = 0; q < kPairK; q += 32) {
+        asm volatile("prefetch.global.L1 [%0];" ::"l"(a.x + off + q));
+        if (norm && a.norm_b != nullptr) asm volatile("prefetch.global.L1 [%0];" ::"l"(a.norm_b + off + q));
+      }
+    }
+    if (norm && r == 0)
+#pragma unroll
+      for (int q = 0; q < kPairK; q += 32) asm volatile("prefetch.global.L1 [%0];" ::"l"(a.norm_w + p * kPairK + q));
+  };
+  // Weights further ahead than the register ring holds are pulled into L2 (no registers needed), so the
+  // ring's loads wait on L2 rather than on DRAM: more bytes in flight per warp.
+  constexpr int kAhead = 6;
+  auto prefetch_w = [&](std::int64_t p) {
+    if (p >= p_end || (lane & 7) != 0) return;
+#pragma unroll
+    for (int t = 0; t < T; ++t) asm volatile("prefetch.global.L2 [%0];" ::"l"(tile[t].codes + p * 32));
+  };
+  pdl_launch();
+#pragma unroll
+  for (int s = 0; s < P; ++s) fetch(s, p_begin + s);
+#pragma unroll
+  for (int s = P; s < kAhead; ++s) prefetch_w(p_begin + s);
+  pdl_wait();
+#pragma unroll
+  for (int s = 0; s < kAhead; ++s) prefetch_x(p_begin + s);
+
+  // Fused RMSNorm: each row's 1 / rms once per block. Warp w sums the squares of its own K range (lane-
+  // strided float4s in k order, the xor butterfly), the warps' sums are added in warp order: a function of
+  // the shape alone. Block 0 also writes the residual sum x + norm_b.
+  __shared__ float inv_rms[kMaxDecodeRows];
+  __shared__ float norm_part[kMaxWarps][kMaxDecodeRows];
+  if (norm) {
+    const std::int64_t k_begin = p_begin * kPairK / 4, k_end = p_end * kPairK / 4;  // in float4s
+    for (int row = 0; row < a.rows; ++row) {
+      const std::int64_t off = static_cast<std::int64_t>(row) * a.x_stride;
+      float ss = 0.0f;
+      for (std::int64_t i = k_begin + lane; i < k_end; i += 32) {
+        float4 v = *reinterpret_cast<const float4*>(a.x + off + 4 * i);
+        if (a.norm_b != nullptr) {
+          const float4 b = *reinterpret_cast<const float4*>(a.norm_b + off + 4 * i);
+          v = make_float4(__fadd_rn(v.x, b.x), __fadd_rn(v.y, b.y), __fadd_rn(v.z, b.z), __fadd_rn(v.w, b.w));
+          if (blockIdx.x == 0 && a.norm_sum != nullptr) *reinterpret_cast<float4*>(a.norm_sum + off + 4 * i) = v;
+        }
+        ss = __fmaf_rn(v.x, v.x, ss);
+        ss = __fmaf_rn(v.y, v.y, ss);
+        ss = __fmaf_rn(v.z, v.z, ss);
+        ss = __fmaf_rn(v.w, v.w, ss);
+      }
+      ss = warp_sum(ss);
+      if (lane == 0) norm_part[warp][row] = ss;
+    }
+    __syncthreads();
+    if (static_cast<int>(threadIdx.x) < a.rows) {
+      float ss = norm_part[0][threadIdx.x];
+      for (int w = 1; w < W; ++w) ss = __fadd_rn(ss, norm_part[w][threadIdx.x]);
+      inv_rms[threadIdx.x] = rsqrtf(__fadd_rn(__fdiv_rn(ss, static_cast<float>(ta.cols)), a.norm_eps));
+    }
+    __syncthreads();
+  }
+
+  // The activation row this lane feeds into B (row r of each 8-row column tile), if any: offsets rather
+  // than pointers, so every load stays a global (LDG) load.
+  std::int64_t xoff[NT];
+  bool xvalid[NT];
+  float inv[NT];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const int row = nt * 8 + r;
+    xvalid[nt] = row < a.rows;
+    xoff[nt] = xvalid[nt] ? static_cast<std::int64_t>(row) * a.x_stride : 0;
+    inv[nt] = norm && xvalid[nt] ? inv_rms[row] : 0.0f;
+  }
+  const float* __restrict__ xg = a.x;
+  const float* __restrict__ nbg = a.norm_b;
+  const float* __restrict__ nwg = a.norm_w;
+  // Loads lane's values k0 .. k0 + N - 1 of its activation row (normed when fused); zeros past the rows.
+  auto load_x = [&](int nt, std::int64_t k0, float* v, int n) {
+    if (!xvalid[nt]) {
+      for (int i = 0; i < n; ++i) v[i] = 0.0f;
+      return;
+    }
+    for (int i = 0; i < n; i += 4) {
+      float4 q = __ldg(reinterpret_cast<const float4*>(xg + xoff[nt] + k0 + i));
+      if (norm) {
+        if (nbg != nullptr) {
+          const float4 b = __ldg(reinterpret_cast<const float4*>(nbg + xoff[nt] + k0 + i));
+          q = make_float4(__fadd_rn(q.x, b.x), __fadd_rn(q.y, b.y), __fadd_rn(q.z, b.z), __fadd_rn(q.w, b.w));
+        }
+        const float4 w = __ldg(reinterpret_cast<const float4*>(nwg + k0 + i));
+        q = make_float4(__fmul_rn(__fmul_rn(q.x, inv[nt]), w.x), __fmul_rn(__fmul_rn(q.y, inv[nt]), w.y),
+                        __fmul_rn(__fmul_rn(q.z, inv[nt]), w.z), __fmul_rn(__fmul_rn(q.w, inv[nt]), w.w));
+      }
+      v[i] = q.x;
+      v[i + 1] = q.y;
+      v[i + 2] = q.z;
+      v[i + 3] = q.w;
+    }
+  };
+
+  const unsigned magic = 0x43004300u;  // 128.0 twice, in bf16
+  float acc[T][NT][4], d[T][NT][4], psx[NT];
+#pragma unroll
+  for (int t = 0; t < T; ++t)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[t][nt][i] = d[t][nt][i] = 0.0f;
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) psx[nt] = 0.0f;
+
+  for (std::int64_t p0 = p_begin; p0 < p_end; p0 += P) {
+#pragma unroll
+    for (int s = 0; s < P; ++s) {
+      const std::int64_t p = p0 + s;
+      if (p >= p_end) break;
+#pragma unroll
+      for (int sub = 0; sub < 2; ++sub) {
+        const std::int64_t u = 2 * p + sub;
+        // B for this unit: lane's 8 (4-bit) or 4 (8-bit) values of x at k = u * unit + j * (unit / 4).
+        constexpr int XN = kUnitK / 4;
+        unsigned bhi[NT][BITS == 4 ? 2 : 1][2], blo[NT][BITS == 4 ? 2 : 1][2];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          float x[XN];
+          load_x(nt, u * kUnitK + j * XN, x, XN);
+          float sx = x[0];
+#pragma unroll
+          for (int i = 1; i < XN; ++i) sx = __fadd_rn(sx, x[i]);
+          psx[nt] = __fadd_rn(psx[nt], sx);
+          if constexpr (BITS == 4) {
+#pragma unroll
+            for (int st = 0; st < 2; ++st) {
+              split_pair(x[2 * st], x[2 * st + 4], bhi[nt][st][0], blo[nt][st][0]);
+              split_pair(x[2 * st + 1], x[2 * st + 5], bhi[nt][st][1], blo[nt][st][1]);
+            }
+          } else {
+            split_pair(x[0], x[2], bhi[nt][0][0], blo[nt][0][0]);
+            split_pair(x[1], x[3], bhi[nt][0][1], blo[nt][0][1]);
+          }
+        }
+#pragma unroll
+        for (int t = 0; t < T; ++t) {
+          const unsigned w0 = sub == 0 ? wq[s][t].x : wq[s][t].z;  // row r
+          const unsigned w1 = sub == 0 ? wq[s][t].y : wq[s][t].w;  // row r + 8
+          if constexpr (BITS == 4) {
+#pragma unroll
+            for (int st = 0; st < 2; ++st) {
+              const unsigned af[4] = {nibble_pair(w0, 2 * st, magic), nibble_pair(w1, 2 * st, magic),
+                                      nibble_pair(w0, 2 * st + 1, magic), nibble_pair(w1, 2 * st + 1, magic)};
+#pragma unroll
+              for (int nt = 0; nt < NT; ++nt) {
+                mma_bf16(d[t][nt], af, bhi[nt][st][0], bhi[nt][st][1]);
+                mma_bf16(d[t][nt], af, blo[nt][st][0], blo[nt][st][1]);
+              }
+            }
+          } else {
+            const unsigned af[4] = {byte_pair(w0, 0), byte_pair(w1, 0), byte_pair(w0, 1), byte_pair(w1, 1)};
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+              mma_bf16(d[t][nt], af, bhi[nt][0][0], bhi[nt][0][1]);
+              mma_bf16(d[t][nt], af, blo[nt][0][0], blo[nt][0][1]);
+            }
+          }
+        }
+        if (((u + 1) & group_mask) == 0) {
+          // Group end: acc += scale * D + bias * sum(x), per (weight row, activation row).
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            float q = __fadd_rn(psx[nt], __shfl_xor_sync(0xffffffffu, psx[nt], 1));
+            q = __fadd_rn(q, __shfl_xor_sync(0xffffffffu, q, 2));
+            const float sx0 = __shfl_sync(0xffffffffu, q, 8 * j);      // activation row 2j of the tile
+            const float sx1 = __shfl_sync(0xffffffffu, q, 8 * j + 4);  // activation row 2j + 1
+            psx[nt] = 0.0f;
+#pragma unroll
+            for (int t = 0; t < T; ++t) {
+              const ScaleBias<SE>& s0 = sb[s][t][sub][0];
+              const ScaleBias<SE>& s1 = sb[s][t][sub][1];
+              float* dd = d[t][nt];
+              float* ac = acc[t][nt];
+              ac[0] = __fadd_rn(ac[0], __fmaf_rn(s0.bias(), sx0, __fmul_rn(s0.scale(), dd[0])));
+              ac[1] = __fadd_rn(ac[1], __fmaf_rn(s0.bias(), sx1, __fmul_rn(s0.scale(), dd[1])));
+              ac[2] = __fadd_rn(ac[2], __fmaf_rn(s1.bias(), sx0, __fmul_rn(s1.scale(), dd[2])));
+              ac[3] = __fadd_rn(ac[3], __fmaf_rn(s1.bias(), sx1, __fmul_rn(s1.scale(), dd[3])));
+              dd[0] = dd[1] = dd[2] = dd[3] = 0.0f;
+            }
+          }
+        }
+      }
+      fetch(s, p + P);
+      prefetch_w(p + kAhead);
+      prefetch_x(p + kAhead);
+    }
+  }
+
+  // The warps' partial sums, added in warp order.
+  constexpr int kSlots = T * NT * 4;
+  __shared__ float red[kMaxWarps][kSlots][32];
+#pragma unroll
+  for (int t = 0; t < T; ++t)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) red[warp][(t * NT + nt) * 4 + i][lane] = acc[t][nt][i];
+  __syncthreads();
+  auto total = [&](int slot, int ln) {
+    float v = red[0][slot][ln];
+    for (int w = 1; w < W; ++w) v = __fadd_rn(v, red[w][slot][ln]);
+    return v;
+  };
+  // Element (slot, ln): tile t, column tile nt, register i of lane ln: weight row (ln / 4) + 8 * (i / 2) of
+  // the tile, activation row nt * 8 + 2 * (ln % 4) + i % 2.
+  const int n_out = (swiglu ? T / 2 : T) * NT * 4 * 32;
+  for (int e = threadIdx.x; e < n_out; e += blockDim.x) {
+    const int slot = e >> 5, ln = e & 31;
+    const int t = slot / (NT * 4), nt = (slot / 4) % NT, i = slot % 4;
+    const int row = nt * 8 + 2 * (ln & 3) + (i & 1);
+    if (row >= a.rows) continue;
+    const OutRef& tr = outs[t];
+    const std::int64_t n = tr.first_row + (ln >> 2) + 8 * (i >> 1);
+    if (!tr.valid || n >= tr.rows) continue;
+    if (!swiglu) {
+      if (tr.out != nullptr) tr.out[row * tr.out_stride + n] = total(slot, ln);
+    } else {
+      const OutRef& tu = outs[t + T / 2];
+      const float g = total(slot, ln), up = total(slot + (T / 2) * NT * 4, ln);
+      if (tr.out != nullptr) tr.out[row * tr.out_stride + n] = g;
+      if (tu.out != nullptr) tu.out[row * tu.out_stride + n] = up;
+      const float silu = __fdiv_rn(g, __fadd_rn(1.0f, expf(-g)));
+      a.swiglu_out[row * a.swiglu_stride + n] = __fmul_rn(silu, up);
+    }
+  }
+}
+
+template <int BITS, ElemType SE, int NT, int T>
+void launch_tiled(const TiledArgs& ta, cudaStream_t s) {
+  constexpr int P = 2;  // pairs in flight per lane (x is prefetched to L1 as far ahead), within the register budget
+  const auto blocks = static_cast<unsigned int>(ceil_div(ta.tiles, ta.a.swiglu_out != nullptr ? T / 2 : T));
+  launch_pdl(decode_linear_tiled_kernel<BITS, SE, NT, T, P>, dim3(blocks), dim3(32 * ta.warps), 0, s, ta);
+  check_launch("decode_linear_tiled");
+}
+
+template <int BITS, ElemType SE>
+void launch_shape(const TiledArgs& ta, cudaStream_t s) {
+  // Two weight tiles per block share each x load. (Four measured slower on the H200: the accumulators
+  // cost the second block per SM.) Neither choice touches a row's arithmetic.
+  if (ta.a.rows <= 8) return launch_tiled<BITS, SE, 1, 2>(ta, s);
+  return launch_tiled<BITS, SE, 2, 2>(ta, s);
+}
+
+template <int BITS>
+void launch_scale_type(const TiledArgs& ta, cudaStream_t s) {
+  switch (ta.a.seg[0].w.dtype) {
+    case ElemType::F32: return launch_shape<BITS, ElemType::F32>(ta, s);
+    case ElemType::F16: return launch_shape<BITS, ElemType::F16>(ta, s);
+    case ElemType::BF16: return launch_shape<BITS, ElemType::BF16>(ta, s);
+  }
+}
+
+}  // namespace
+
+void decode_linear_tiled(const DecodeLinearArgs& a, cudaStream_t s) {
+  const WeightView& w = a.seg[0].w;
+  TiledArgs ta;
+  ta.a = a;
+  ta.cols = w.cols;
+  const std::int64_t words_per_row = w.cols * w.bits / 32;
+  ta.pairs = words_per_row / 8;
+  ta.units_per_group = w.group / (w.bits == 4 ? 32 : 16);
+  while ((1 << ta.group_shift) < ta.units_per_group) ++ta.group_shift;
+  ta.pairs_per_atom = ta.units_per_group > 2 ? ta.units_per_group / 2 : 1;
+  ta.atoms = ta.pairs / ta.pairs_per_atom;
+  ta.warps = static_cast<int>(ta.atoms < kMaxWarps ? ta.atoms : kMaxWarps);
+  ta.groups_per_row = w.cols / w.group;
+  for (int i = 0; i < a.segments; ++i) ta.seg_tiles[i] = ceil_div(a.seg[i].w.rows, kTileRows);
+  ta.tiles = a.swiglu_out != nullptr ? ta.seg_tiles[0] : ta.seg_tiles[0] + ta.seg_tiles[1] + ta.seg_tiles[2];
+  if (w.bits == 4) launch_scale_type<4>(ta, s);
+  else launch_scale_type<8>(ta, s);
+}
+
+}  // namespace tf::cuda
