@@ -166,7 +166,7 @@ void bench_decode(tf::CudaBackend& be, RandomLlama& m, const std::string& tag, s
 
 // The cost of verifying K drafts (issue 6): wall time of one K-row forward (all K rows' logits, as the decode
 // loop asks) over one 1-row decode forward, at the same cache length (the cache is truncated back each time).
-void bench_verify(RandomLlama& m, const std::string& tag, std::int64_t ctx) {
+void bench_verify(tf::CudaBackend& be, RandomLlama& m, const std::string& tag, std::int64_t ctx) {
   const auto& s = m.shape();
   auto kv = m.new_cache();
   m.forward(*kv, ids(ctx, s.vocab, 5), 1);
@@ -184,7 +184,10 @@ void bench_verify(RandomLlama& m, const std::string& tag, std::int64_t ctx) {
   };
   const double one = time_rows(1);
   result(tag + ".decode_1row_ms", one, "ms");
+  const auto st0 = be.stats();
   for (int k : {2, 4, 8, 16}) result(tag + ".verify_" + std::to_string(k) + "rows_over_1row", time_rows(k) / one, "x");
+  // Each width is captured once (its first runs); more captures would mean a verify pays for a new graph.
+  result(tag + ".verify_graph_captures", static_cast<double>(be.stats().graph_captures - st0.graph_captures), "");
 }
 
 // Our decode matmul vs cuBLAS bf16 over the 8B linear stack (32 layers x q, k, v, o, gate, up, down),
@@ -442,6 +445,7 @@ int main(int argc, char** argv) {
         auto b = tf::make_cuda_backend();
         RandomLlama m(*b, smollm2_shape(), 11);
         bench_decode(*b, m, "smollm2_shape_random", 64, 256, bw, !quick);
+        bench_verify(*b, m, "smollm2_shape_random", 256);
       } else if (sec == "llama8b") {
         auto b = tf::make_cuda_backend();
         RandomLlama m(*b, llama8b_shape(), 12);
@@ -453,7 +457,7 @@ int main(int argc, char** argv) {
       } else if (sec == "verify27b") {
         auto b = tf::make_cuda_backend();
         RandomLlama m(*b, class27b_shape(), 13);
-        bench_verify(m, "class27b_q4g64", 256);
+        bench_verify(*b, m, "class27b_q4g64", 256);
       } else if (sec == "profile_smollm2") {
         bench_profile(smollm2_shape());
       } else if (sec == "profile_8b") {

@@ -32,7 +32,7 @@ FinishReason decode_stream(Model& model, SequenceState& state, std::vector<float
     }
     return true;
   };
-  int window = std::min(4, s.max_drafts);  // drafts per round adapt to recent acceptance
+  int window = s.full_windows ? s.max_drafts : std::min(4, s.max_drafts);  // drafts per round
   if (s.budget <= 0) return FinishReason::Length;
   for (;;) {
     if (cancelled()) return FinishReason::Cancelled;
@@ -66,7 +66,7 @@ FinishReason decode_stream(Model& model, SequenceState& state, std::vector<float
     state.truncate(p + 1 + static_cast<std::int64_t>(accepted));
     logits.assign(rows.begin() + static_cast<std::ptrdiff_t>(accepted * vocab),
                   rows.begin() + static_cast<std::ptrdiff_t>((accepted + 1) * vocab));
-    if (s.max_drafts > 0 && !proposal.empty()) {
+    if (s.max_drafts > 0 && !proposal.empty() && !s.full_windows) {  // adapt to recent acceptance
       window = accepted == proposal.size() ? std::min(s.max_drafts, window + 2)
                                                                 : std::max(1, static_cast<int>(accepted) + 1);
     }

@@ -23,6 +23,9 @@ struct DecodeSettings {
   std::int64_t budget = 0;                  // tokens to emit at most (max_tokens clipped to the context)
   std::span<const std::int32_t> eos;        // sorted; sampling one ends the stream (it is not emitted)
   int max_drafts = 0;                       // 0: serial
+  // Propose max_drafts every round (a backend whose verify costs about one decode step, whatever the
+  // width), rather than adapting the window to recent acceptance (a backend whose cost grows with rows).
+  bool full_windows = false;
 };
 
 struct DecodeCounters {

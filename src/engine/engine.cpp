@@ -1,5 +1,8 @@
 #include "engine/engine.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -101,6 +104,11 @@ Engine::Engine(const EngineOptions& o) {
     // Serve only the verify widths whose logits equal serial decoding bit for bit.
     row_check_ = check_verify_rows(*model_, 1 + o.max_drafts);
     max_drafts_ = row_check_.max_window - 1;
+    // Where the widest verify window costs little more than a decode step, every round drafts the most.
+    full_windows_ = row_check_.widest_cost > 0.0 && row_check_.widest_cost <= kFullWindowCost;
+    // TF_DRAFT_FULL_WINDOWS=0 or 1 overrides the choice (for A/B measurements; the output is the same).
+    if (const char* v = std::getenv("TF_DRAFT_FULL_WINDOWS"); v != nullptr && (v[0] == '0' || v[0] == '1'))
+      full_windows_ = v[0] == '1';
   }
   thread_ = std::thread([this] { worker(); });
 }
@@ -146,6 +154,13 @@ std::string Engine::drafting_summary() const {
                                    : std::string("off");
   s += "; row check: verify windows 2.." + std::to_string(row_check_.widths.back().first);
   s += failed.empty() ? " equal serial decoding bit for bit" : ", widths " + failed + " differ (not served)";
+  if (row_check_.widest_cost > 0.0) {
+    char cost[96];
+    std::snprintf(cost, sizeof cost, "; a %d-row verify costs %.2fx a decode step", row_check_.max_window,
+                  row_check_.widest_cost);
+    s += cost;
+    s += full_windows_ ? ", so every round drafts the most" : ", so drafts adapt to acceptance";
+  }
   return s;
 }
 
@@ -198,6 +213,7 @@ void Engine::run(Job& job) {
     settings.budget = budget;
     settings.eos = eos_ids_;
     settings.max_drafts = req.draft ? max_drafts_ : 0;
+    settings.full_windows = full_windows_;
     ContextCopyDrafter copies;
     DecodeCounters counters;
     std::vector<std::int32_t> history = req.prompt;

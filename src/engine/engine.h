@@ -39,6 +39,8 @@ struct EngineOptions {
 struct RowCheckReport {
   int max_window = 1;
   std::vector<std::pair<int, bool>> widths;  // (window width, bit-identical)
+  // Wall time of a forward of max_window rows over one of 1 row, measured after the check (0: not timed).
+  double widest_cost = 0.0;
 };
 
 struct EngineStats {
@@ -89,6 +91,9 @@ class Engine {
   std::int64_t context_ = 0;
   SamplingParams default_sampling_;
   int max_drafts_ = 0;
+  bool full_windows_ = false;  // see DecodeSettings::full_windows
+  // The widest verify window may cost this much over one decode step for rounds to always draft the most.
+  static constexpr double kFullWindowCost = 2.0;
   RowCheckReport row_check_;
   std::string drafter_;
 

@@ -89,7 +89,7 @@ struct Outcome {
 };
 
 Outcome run_decode(const SamplingParams& sp, int max_drafts, DraftSource* drafter, std::int64_t budget,
-        std::vector<std::int32_t> eos = {}) {
+        std::vector<std::int32_t> eos = {}, bool full_windows = false) {
   FakeModel model;
   auto state = model.new_state();
   std::vector<std::int32_t> prompt = {3, 1, 4, 1, 5, 9, 2, 6};
@@ -101,6 +101,7 @@ Outcome run_decode(const SamplingParams& sp, int max_drafts, DraftSource* drafte
   s.budget = budget;
   s.eos = eos;
   s.max_drafts = max_drafts;
+  s.full_windows = full_windows;
   Outcome r;
   r.finish = decode_stream(model, *state, logits, history, s, drafter, [&](std::int32_t t) {
     r.tokens.push_back(t);
@@ -117,12 +118,14 @@ TEST(DecodeLoop, DraftedEqualsSerialWithPlantedErrorsAtEveryTemperature) {
     const Outcome serial = run_decode(sp, 0, nullptr, 60);
     ASSERT_EQ(serial.tokens.size(), 60u);
     EXPECT_EQ(serial.counters.drafted, 0);
+    // Both window policies: adapting to acceptance, and the most drafts every round.
+    for (bool full : {false, true})
     for (int error_every : {0, 1, 2, 3, 5, 7}) {
       for (int max_drafts : {1, 2, 4, 8}) {
         OracleDrafter d(serial.tokens, 8, error_every);
-        const Outcome drafted = run_decode(sp, max_drafts, &d, 60);
+        const Outcome drafted = run_decode(sp, max_drafts, &d, 60, {}, full);
         EXPECT_EQ(drafted.tokens, serial.tokens) << "T " << temperature << " errors every " << error_every
-                                                 << " max drafts " << max_drafts;
+                                                 << " max drafts " << max_drafts << " full windows " << full;
         EXPECT_EQ(drafted.finish, FinishReason::Length);
         if (error_every == 0) {
           // every draft right: each round emits 1 + its drafts, so rounds shrink as the window grows
@@ -163,6 +166,9 @@ TEST(DecodeLoop, BudgetEndsInsideADraftWindow) {
   const Outcome drafted = run_decode(sp, 8, &d, 13);
   EXPECT_EQ(drafted.tokens, serial.tokens);
   EXPECT_EQ(drafted.tokens.size(), 13u);
+  OracleDrafter d2(run_decode(sp, 0, nullptr, 40).tokens, 8, 0);
+  const Outcome full = run_decode(sp, 8, &d2, 13, {}, true);
+  EXPECT_EQ(full.tokens, serial.tokens);
 }
 
 TEST(ContextCopy, ProposesWhatFollowedTheLatestEarlierMatch) {

@@ -22,6 +22,8 @@
 // - The fused RMSNorm computes each activation row's inverse RMS once per block (each warp sums the squares
 //   of its own K range, the warps' sums added in warp order), so every block and every call forms the same
 //   normed x.
+#include <cstdlib>
+
 #include "backends/cuda/kernels/common.cuh"
 #include "backends/cuda/kernels/decode_linear_tiled.cuh"
 #include "backends/cuda/kernels/tiled_layout.h"
@@ -29,7 +31,7 @@
 namespace tf::cuda {
 namespace {
 
-constexpr int kMaxWarps = 8;
+constexpr int kMaxWarps = 16;
 
 struct TiledArgs {
   DecodeLinearArgs a;
@@ -87,10 +89,9 @@ __device__ __forceinline__ void split_pair(float x0, float x1, unsigned& hi, uns
 template <ElemType SE>
 struct ScaleBias {
   unsigned v;
-  __device__ __forceinline__ void load(const void* s, const void* b, std::int64_t i) {
-    const auto* sp = static_cast<const unsigned short*>(s);
-    const auto* bp = static_cast<const unsigned short*>(b);
-    v = static_cast<unsigned>(__ldg(sp + i)) | (static_cast<unsigned>(__ldg(bp + i)) << 16);
+  __device__ __forceinline__ void load(const unsigned char* s, const unsigned char* b) {
+    v = static_cast<unsigned>(__ldg(reinterpret_cast<const unsigned short*>(s))) |
+        (static_cast<unsigned>(__ldg(reinterpret_cast<const unsigned short*>(b))) << 16);
   }
   __device__ __forceinline__ float scale() const {
     if constexpr (SE == ElemType::BF16) return __uint_as_float(v << 16);
@@ -104,30 +105,13 @@ struct ScaleBias {
 template <>
 struct ScaleBias<ElemType::F32> {
   float s, b;
-  __device__ __forceinline__ void load(const void* sp, const void* bp, std::int64_t i) {
-    s = __ldg(static_cast<const float*>(sp) + i);
-    b = __ldg(static_cast<const float*>(bp) + i);
+  __device__ __forceinline__ void load(const unsigned char* sp, const unsigned char* bp) {
+    s = __ldg(reinterpret_cast<const float*>(sp));
+    b = __ldg(reinterpret_cast<const float*>(bp));
   }
   __device__ __forceinline__ float scale() const { return s; }
   __device__ __forceinline__ float bias() const { return b; }
 };
-
-// One weight tile as a block sees it.
-struct TileRef {
-  const uint4* codes;  // this lane's first 16-byte load of the tile
-  const void* scales;
-  const void* biases;
-  float* out;
-  std::int64_t out_stride;
-  std::int64_t first_row;  // segment-local row of the tile's row 0
-  std::int64_t rows;       // the segment's rows
-  bool valid;
-};
-
-// Two blocks of 8 warps per SM for the one-column-tile, two-weight-tile form (decode), one for the wider
-// verify forms (their accumulators need the registers).
-template <int NT, int T>
-constexpr int kMinBlocks = NT == 1 && T == 2 ? 2 : 1;
 
 struct OutRef {
   float* out;
@@ -137,17 +121,29 @@ struct OutRef {
   bool valid;
 };
 
-template <int BITS, ElemType SE, int NT, int T, int P>
-__global__ void __launch_bounds__(256, kMinBlocks<NT, T>) decode_linear_tiled_kernel(TiledArgs ta) {
+// Block shape: W warps split K (W from the weight's shape only); T weight tiles per block (any choice: it
+// only decides how many tiles share each x load); NT 8-row column tiles of activation rows (1: up to 8 rows).
+// At most 128 registers a thread, so a 512-thread block (W = 16) or two 256-thread blocks fit an SM.
+template <int BITS, ElemType SE, int NT, int T>
+__global__ void __launch_bounds__(kMaxWarps * 32) decode_linear_tiled_kernel(TiledArgs ta) {
   const DecodeLinearArgs& a = ta.a;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int r = lane >> 2, j = lane & 3;
   const bool swiglu = a.swiglu_out != nullptr;
   const int W = ta.warps;
+  constexpr int kUnitK = BITS == 4 ? 32 : 16;
+  constexpr int kPairK = 2 * kUnitK;
+  constexpr int kSlots = T * NT * 4;
 
   // This block's tiles: T consecutive tiles of the segments laid end to end, or T/2 gate tiles and the up
-  // tiles of the same rows (swiglu).
-  TileRef tile[T];
+  // tiles of the same rows (swiglu). Per tile, the lane keeps a pointer to its codes and to the scale and
+  // bias of its row r at group 0 (row r + 8's are 8 rows on); where results go lives in shared memory.
+  __shared__ OutRef outs[T];
+  const uint4* codes[T];
+  const unsigned char* sptr[T];
+  const unsigned char* bptr[T];
+  int d8[T];  // bytes from row r's scales to row r + 8's
+  constexpr int kSB = SE == ElemType::F32 ? 4 : 2;
 #pragma unroll
   for (int t = 0; t < T; ++t) {
     int seg;
@@ -170,33 +166,19 @@ __global__ void __launch_bounds__(256, kMinBlocks<NT, T>) decode_linear_tiled_ke
     // Field by field with selects: a run-time index into the parameter struct would copy it to local memory.
 #define TF_PICK(field) (seg == 0 ? a.seg[0].field : seg == 1 ? a.seg[1].field : a.seg[2].field)
     const std::int64_t seg_tiles = seg == 0 ? ta.seg_tiles[0] : seg == 1 ? ta.seg_tiles[1] : ta.seg_tiles[2];
-    tile[t].valid = lt < seg_tiles;
-    const std::int64_t safe = tile[t].valid ? lt : 0;
-    tile[t].codes = static_cast<const uint4*>(TF_PICK(w.data)) + safe * ta.pairs * 32 + lane;
-    tile[t].scales = TF_PICK(w.scales);
-    tile[t].biases = TF_PICK(w.biases);
-    tile[t].out = TF_PICK(out);
-    tile[t].out_stride = TF_PICK(out_stride);
-    tile[t].rows = TF_PICK(w.rows);
-    tile[t].first_row = safe * kTileRows;
+    const bool valid = lt < seg_tiles;
+    const std::int64_t safe = valid ? lt : 0;
+    const std::int64_t rows = TF_PICK(w.rows);
+    codes[t] = static_cast<const uint4*>(TF_PICK(w.data)) + safe * ta.pairs * 32 + lane;
+    // Scale rows r and r + 8 of the tile; padding rows (past the weight) read the last real row.
+    const std::int64_t n0 = safe * kTileRows + r, n1 = n0 + 8;
+    const std::int64_t c0 = n0 < rows ? n0 : rows - 1, c1 = n1 < rows ? n1 : rows - 1;
+    sptr[t] = static_cast<const unsigned char*>(TF_PICK(w.scales)) + c0 * ta.groups_per_row * kSB;
+    bptr[t] = static_cast<const unsigned char*>(TF_PICK(w.biases)) + c0 * ta.groups_per_row * kSB;
+    d8[t] = static_cast<int>((c1 - c0) * ta.groups_per_row * kSB);
+    if (threadIdx.x == t) outs[t] = {TF_PICK(out), TF_PICK(out_stride), safe * kTileRows, rows, valid};
 #undef TF_PICK
   }
-  // Where each tile's results go, in shared memory for the epilogue (which indexes tiles at run time).
-  __shared__ OutRef outs[T];
-  if (threadIdx.x < T) {
-#pragma unroll
-    for (int t = 0; t < T; ++t)
-      if (t == static_cast<int>(threadIdx.x)) outs[t] = {tile[t].out, tile[t].out_stride, tile[t].first_row, tile[t].rows, tile[t].valid};
-  }
-  // The scale rows this lane reads (rows r and r + 8 of each tile; padding rows read the last real row).
-  std::int64_t srow[T][2];
-#pragma unroll
-  for (int t = 0; t < T; ++t)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const std::int64_t n = tile[t].first_row + r + 8 * h;
-      srow[t][h] = (n < tile[t].rows ? n : tile[t].rows - 1) * ta.groups_per_row;
-    }
 
   // This warp's K range, in pairs: whole atoms [warp * atoms / W, (warp + 1) * atoms / W).
   const std::int64_t p_begin = (static_cast<std::int64_t>(warp) * ta.atoms / W) * ta.pairs_per_atom;
@@ -204,31 +186,32 @@ __global__ void __launch_bounds__(256, kMinBlocks<NT, T>) decode_linear_tiled_ke
   // A unit u ends a group when (u + 1) is a multiple of units_per_group (a power of two).
   const std::int64_t group_mask = ta.units_per_group - 1;
   const int group_shift = ta.group_shift;
-  constexpr int kUnitK = BITS == 4 ? 32 : 16;
 
-  // A ring of P pairs in flight: slot s holds pair p0 + s; computing a slot refills it with the pair P on.
-  uint4 wq[P][T];
-  ScaleBias<SE> sb[P][T][2][2];  // [slot][tile][group ending at unit 0 / 1 of the pair][row r / r + 8]
-  auto fetch = [&](int slot, std::int64_t p) {
+  // Each tile's codes and group parameters are loaded one pair ahead (right after the tile's last use);
+  // pairs further ahead are pulled into L2 (no registers), so these loads wait on L2 rather than on DRAM.
+  uint4 wq[T];
+  ScaleBias<SE> sb[T][2][2];  // [tile][group ending at unit 0 / 1 of the pair][row r / r + 8]
+  auto fetch_tile = [&](int t, std::int64_t p) {
     if (p >= p_end) return;
-#pragma unroll
-    for (int t = 0; t < T; ++t) wq[slot][t] = ldg_stream(tile[t].codes + p * 32);
+    wq[t] = ldg_stream(codes[t] + p * 32);
 #pragma unroll
     for (int sub = 0; sub < 2; ++sub) {
       const std::int64_t u = 2 * p + sub;
       if (((u + 1) & group_mask) != 0) continue;
-      const std::int64_t g = u >> group_shift;
-#pragma unroll
-      for (int t = 0; t < T; ++t)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) sb[slot][t][sub][h].load(tile[t].scales, tile[t].biases, srow[t][h] + g);
+      const std::int64_t off = (u >> group_shift) * kSB;
+      sb[t][sub][0].load(sptr[t] + off, bptr[t] + off);
+      sb[t][sub][1].load(sptr[t] + off + d8[t], bptr[t] + off + d8[t]);
     }
   };
-  // x (and the norm's inputs) for pair p, pulled into L1 ahead of use: the loads that read them later
-  // then hit L1 instead of waiting a round trip to L2 once per unit. Only after pdl_wait (x is the previous
-  // kernel's output). A line is 128 bytes: one unit of a row for 4 bits, one pair for 8 bits.
+  constexpr int kAhead = 6;
+  auto prefetch_w = [&](std::int64_t p) {
+    if (p >= p_end || (lane & 7) != 0) return;
+#pragma unroll
+    for (int t = 0; t < T; ++t) asm volatile("prefetch.global.L2 [%0];" ::"l"(codes[t] + p * 32));
+  };
+  // x (and the norm's inputs) for pair p, pulled into L1 ahead of use. Only after pdl_wait (x is the
+  // previous kernel's output). A line is 128 bytes: one unit of a row for 4 bits, one pair for 8 bits.
   const bool norm = a.norm_w != nullptr;
-  constexpr int kPairK = 2 * kUnitK;
   auto prefetch_x = [&](std::int64_t p) {
     if (p >= p_end || j != 0) return;
 #pragma unroll
@@ -246,19 +229,11 @@ __global__ void __launch_bounds__(256, kMinBlocks<NT, T>) decode_linear_tiled_ke
 #pragma unroll
       for (int q = 0; q < kPairK; q += 32) asm volatile("prefetch.global.L1 [%0];" ::"l"(a.norm_w + p * kPairK + q));
   };
-  // Weights further ahead than the register ring holds are pulled into L2 (no registers needed), so the
-  // ring's loads wait on L2 rather than on DRAM: more bytes in flight per warp.
-  constexpr int kAhead = 6;
-  auto prefetch_w = [&](std::int64_t p) {
-    if (p >= p_end || (lane & 7) != 0) return;
-#pragma unroll
-    for (int t = 0; t < T; ++t) asm volatile("prefetch.global.L2 [%0];" ::"l"(tile[t].codes + p * 32));
-  };
   pdl_launch();
 #pragma unroll
-  for (int s = 0; s < P; ++s) fetch(s, p_begin + s);
+  for (int t = 0; t < T; ++t) fetch_tile(t, p_begin);
 #pragma unroll
-  for (int s = P; s < kAhead; ++s) prefetch_w(p_begin + s);
+  for (int s = 1; s < kAhead; ++s) prefetch_w(p_begin + s);
   pdl_wait();
 #pragma unroll
   for (int s = 0; s < kAhead; ++s) prefetch_x(p_begin + s);
@@ -337,102 +312,116 @@ __global__ void __launch_bounds__(256, kMinBlocks<NT, T>) decode_linear_tiled_ke
   };
 
   const unsigned magic = 0x43004300u;  // 128.0 twice, in bf16
-  float acc[T][NT][4], d[T][NT][4], psx[NT];
+  float acc[T][NT][4], d[T][NT][4];
 #pragma unroll
   for (int t = 0; t < T; ++t)
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[t][nt][i] = d[t][nt][i] = 0.0f;
+  float psx[NT];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) psx[nt] = 0.0f;
 
-  for (std::int64_t p0 = p_begin; p0 < p_end; p0 += P) {
+  constexpr int kSteps = BITS == 4 ? 2 : 1;  // mma k-steps per unit
+  for (std::int64_t p = p_begin; p < p_end; ++p) {
+    // B for both units of the pair (x as hi and lo bf16 pairs), and each unit's sum of x, once for all T
+    // tiles: lane's 8 (4-bit) or 4 (8-bit) values of x per unit at k = u * unit + j * (unit / 4).
+    unsigned bhi[2][NT][kSteps][2], blo[2][NT][kSteps][2];
+    float usx[2][NT];
 #pragma unroll
-    for (int s = 0; s < P; ++s) {
-      const std::int64_t p = p0 + s;
-      if (p >= p_end) break;
+    for (int sub = 0; sub < 2; ++sub) {
+      const std::int64_t u = 2 * p + sub;
+      constexpr int XN = kUnitK / 4;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        float x[XN];
+        load_x(nt, u * kUnitK + j * XN, x, XN);
+        float sx = x[0];
+#pragma unroll
+        for (int i = 1; i < XN; ++i) sx = __fadd_rn(sx, x[i]);
+        usx[sub][nt] = sx;
+        if constexpr (BITS == 4) {
+#pragma unroll
+          for (int st = 0; st < 2; ++st) {
+            split_pair(x[2 * st], x[2 * st + 4], bhi[sub][nt][st][0], blo[sub][nt][st][0]);
+            split_pair(x[2 * st + 1], x[2 * st + 5], bhi[sub][nt][st][1], blo[sub][nt][st][1]);
+          }
+        } else {
+          split_pair(x[0], x[2], bhi[sub][nt][0][0], blo[sub][nt][0][0]);
+          split_pair(x[1], x[3], bhi[sub][nt][0][1], blo[sub][nt][0][1]);
+        }
+      }
+    }
+    // Group ends in this pair, and sum(x) over each ending group for activation rows 2j and 2j + 1.
+    bool ends[2];
+    float sx0[2][NT], sx1[2][NT];
+#pragma unroll
+    for (int sub = 0; sub < 2; ++sub) {
+      ends[sub] = ((2 * p + sub + 1) & group_mask) == 0;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        psx[nt] = __fadd_rn(psx[nt], usx[sub][nt]);
+        sx0[sub][nt] = sx1[sub][nt] = 0.0f;
+        if (ends[sub]) {  // uniform across the warp
+          float q = __fadd_rn(psx[nt], __shfl_xor_sync(0xffffffffu, psx[nt], 1));
+          q = __fadd_rn(q, __shfl_xor_sync(0xffffffffu, q, 2));
+          sx0[sub][nt] = __shfl_sync(0xffffffffu, q, 8 * j);
+          sx1[sub][nt] = __shfl_sync(0xffffffffu, q, 8 * j + 4);
+          psx[nt] = 0.0f;
+        }
+      }
+    }
+    // Tiles: multiply, then load the tile's codes and group parameters of the next pair.
+    prefetch_w(p + kAhead);
+    prefetch_x(p + kAhead);
+#pragma unroll
+    for (int t = 0; t < T; ++t) {
 #pragma unroll
       for (int sub = 0; sub < 2; ++sub) {
-        const std::int64_t u = 2 * p + sub;
-        // B for this unit: lane's 8 (4-bit) or 4 (8-bit) values of x at k = u * unit + j * (unit / 4).
-        constexpr int XN = kUnitK / 4;
-        unsigned bhi[NT][BITS == 4 ? 2 : 1][2], blo[NT][BITS == 4 ? 2 : 1][2];
+        const unsigned w0 = sub == 0 ? wq[t].x : wq[t].z;  // row r
+        const unsigned w1 = sub == 0 ? wq[t].y : wq[t].w;  // row r + 8
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          float x[XN];
-          load_x(nt, u * kUnitK + j * XN, x, XN);
-          float sx = x[0];
-#pragma unroll
-          for (int i = 1; i < XN; ++i) sx = __fadd_rn(sx, x[i]);
-          psx[nt] = __fadd_rn(psx[nt], sx);
+        for (int st = 0; st < kSteps; ++st) {
+          unsigned af[4];
           if constexpr (BITS == 4) {
-#pragma unroll
-            for (int st = 0; st < 2; ++st) {
-              split_pair(x[2 * st], x[2 * st + 4], bhi[nt][st][0], blo[nt][st][0]);
-              split_pair(x[2 * st + 1], x[2 * st + 5], bhi[nt][st][1], blo[nt][st][1]);
-            }
+            af[0] = nibble_pair(w0, 2 * st, magic);
+            af[1] = nibble_pair(w1, 2 * st, magic);
+            af[2] = nibble_pair(w0, 2 * st + 1, magic);
+            af[3] = nibble_pair(w1, 2 * st + 1, magic);
           } else {
-            split_pair(x[0], x[2], bhi[nt][0][0], blo[nt][0][0]);
-            split_pair(x[1], x[3], bhi[nt][0][1], blo[nt][0][1]);
+            af[0] = byte_pair(w0, 0);
+            af[1] = byte_pair(w1, 0);
+            af[2] = byte_pair(w0, 1);
+            af[3] = byte_pair(w1, 1);
           }
-        }
-#pragma unroll
-        for (int t = 0; t < T; ++t) {
-          const unsigned w0 = sub == 0 ? wq[s][t].x : wq[s][t].z;  // row r
-          const unsigned w1 = sub == 0 ? wq[s][t].y : wq[s][t].w;  // row r + 8
-          if constexpr (BITS == 4) {
-#pragma unroll
-            for (int st = 0; st < 2; ++st) {
-              const unsigned af[4] = {nibble_pair(w0, 2 * st, magic), nibble_pair(w1, 2 * st, magic),
-                                      nibble_pair(w0, 2 * st + 1, magic), nibble_pair(w1, 2 * st + 1, magic)};
-#pragma unroll
-              for (int nt = 0; nt < NT; ++nt) {
-                mma_bf16(d[t][nt], af, bhi[nt][st][0], bhi[nt][st][1]);
-                mma_bf16(d[t][nt], af, blo[nt][st][0], blo[nt][st][1]);
-              }
-            }
-          } else {
-            const unsigned af[4] = {byte_pair(w0, 0), byte_pair(w1, 0), byte_pair(w0, 1), byte_pair(w1, 1)};
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt) {
-              mma_bf16(d[t][nt], af, bhi[nt][0][0], bhi[nt][0][1]);
-              mma_bf16(d[t][nt], af, blo[nt][0][0], blo[nt][0][1]);
-            }
-          }
-        }
-        if (((u + 1) & group_mask) == 0) {
-          // Group end: acc += scale * D + bias * sum(x), per (weight row, activation row).
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
-            float q = __fadd_rn(psx[nt], __shfl_xor_sync(0xffffffffu, psx[nt], 1));
-            q = __fadd_rn(q, __shfl_xor_sync(0xffffffffu, q, 2));
-            const float sx0 = __shfl_sync(0xffffffffu, q, 8 * j);      // activation row 2j of the tile
-            const float sx1 = __shfl_sync(0xffffffffu, q, 8 * j + 4);  // activation row 2j + 1
-            psx[nt] = 0.0f;
+            mma_bf16(d[t][nt], af, bhi[sub][nt][st][0], bhi[sub][nt][st][1]);
+            mma_bf16(d[t][nt], af, blo[sub][nt][st][0], blo[sub][nt][st][1]);
+          }
+        }
+        if (ends[sub]) {
+          // Group end: acc += scale * D + bias * sum(x), per (weight row, activation row).
+          const ScaleBias<SE>& s0 = sb[t][sub][0];
+          const ScaleBias<SE>& s1 = sb[t][sub][1];
 #pragma unroll
-            for (int t = 0; t < T; ++t) {
-              const ScaleBias<SE>& s0 = sb[s][t][sub][0];
-              const ScaleBias<SE>& s1 = sb[s][t][sub][1];
-              float* dd = d[t][nt];
-              float* ac = acc[t][nt];
-              ac[0] = __fadd_rn(ac[0], __fmaf_rn(s0.bias(), sx0, __fmul_rn(s0.scale(), dd[0])));
-              ac[1] = __fadd_rn(ac[1], __fmaf_rn(s0.bias(), sx1, __fmul_rn(s0.scale(), dd[1])));
-              ac[2] = __fadd_rn(ac[2], __fmaf_rn(s1.bias(), sx0, __fmul_rn(s1.scale(), dd[2])));
-              ac[3] = __fadd_rn(ac[3], __fmaf_rn(s1.bias(), sx1, __fmul_rn(s1.scale(), dd[3])));
-              dd[0] = dd[1] = dd[2] = dd[3] = 0.0f;
-            }
+          for (int nt = 0; nt < NT; ++nt) {
+            float* dd = d[t][nt];
+            float* ac = acc[t][nt];
+            ac[0] = __fadd_rn(ac[0], __fmaf_rn(s0.bias(), sx0[sub][nt], __fmul_rn(s0.scale(), dd[0])));
+            ac[1] = __fadd_rn(ac[1], __fmaf_rn(s0.bias(), sx1[sub][nt], __fmul_rn(s0.scale(), dd[1])));
+            ac[2] = __fadd_rn(ac[2], __fmaf_rn(s1.bias(), sx0[sub][nt], __fmul_rn(s1.scale(), dd[2])));
+            ac[3] = __fadd_rn(ac[3], __fmaf_rn(s1.bias(), sx1[sub][nt], __fmul_rn(s1.scale(), dd[3])));
+            dd[0] = dd[1] = dd[2] = dd[3] = 0.0f;
           }
         }
       }
-      fetch(s, p + P);
-      prefetch_w(p + kAhead);
-      prefetch_x(p + kAhead);
+      fetch_tile(t, p + 1);
     }
   }
 
   // The warps' partial sums, added in warp order.
-  constexpr int kSlots = T * NT * 4;
   __shared__ float red[kMaxWarps][kSlots][32];
 #pragma unroll
   for (int t = 0; t < T; ++t)
@@ -472,18 +461,39 @@ __global__ void __launch_bounds__(256, kMinBlocks<NT, T>) decode_linear_tiled_ke
 
 template <int BITS, ElemType SE, int NT, int T>
 void launch_tiled(const TiledArgs& ta, cudaStream_t s) {
-  constexpr int P = 2;  // pairs in flight per lane (x is prefetched to L1 as far ahead), within the register budget
   const auto blocks = static_cast<unsigned int>(ceil_div(ta.tiles, ta.a.swiglu_out != nullptr ? T / 2 : T));
-  launch_pdl(decode_linear_tiled_kernel<BITS, SE, NT, T, P>, dim3(blocks), dim3(32 * ta.warps), 0, s, ta);
+  launch_pdl(decode_linear_tiled_kernel<BITS, SE, NT, T>, dim3(blocks), dim3(32 * ta.warps), 0, s, ta);
   check_launch("decode_linear_tiled");
+}
+
+// A/B knobs for measurements (docs/benchmarks.md), read once: TF_CUDA_TILED_WARPS caps the K split (a
+// process-wide constant, so every call still adds a row's sum in one order); TF_CUDA_TILED_T=2 or 4 forces
+// the tiles per block.
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != 0 ? std::atoi(v) : fallback;
+}
+int tiled_max_warps() {
+  static const int w = [] {
+    const int v = env_int("TF_CUDA_TILED_WARPS", kMaxWarps);
+    return v < 1 ? 1 : v > kMaxWarps ? kMaxWarps : v;
+  }();
+  return w;
+}
+int tiled_forced_t() {
+  static const int t = env_int("TF_CUDA_TILED_T", 0);
+  return t;
 }
 
 template <int BITS, ElemType SE>
 void launch_shape(const TiledArgs& ta, cudaStream_t s) {
-  // Two weight tiles per block share each x load. (Four measured slower on the H200: the accumulators
-  // cost the second block per SM.) Neither choice touches a row's arithmetic.
-  if (ta.a.rows <= 8) return launch_tiled<BITS, SE, 1, 2>(ta, s);
-  return launch_tiled<BITS, SE, 2, 2>(ta, s);
+  if (tiled_forced_t() == 2) return ta.a.rows > 8 ? launch_tiled<BITS, SE, 2, 2>(ta, s) : launch_tiled<BITS, SE, 1, 2>(ta, s);
+  if (tiled_forced_t() == 4 && ta.a.rows <= 8) return launch_tiled<BITS, SE, 1, 4>(ta, s);
+  // Four weight tiles per block where the matrix has enough of them (x's loads and conversions shared by
+  // more tiles), else two (more blocks). Neither choice touches a row's arithmetic.
+  if (ta.a.rows > 8) return launch_tiled<BITS, SE, 2, 2>(ta, s);
+  if (ta.tiles >= 1024) return launch_tiled<BITS, SE, 1, 4>(ta, s);
+  return launch_tiled<BITS, SE, 1, 2>(ta, s);
 }
 
 template <int BITS>
@@ -508,10 +518,14 @@ void decode_linear_tiled(const DecodeLinearArgs& a, cudaStream_t s) {
   while ((1 << ta.group_shift) < ta.units_per_group) ++ta.group_shift;
   ta.pairs_per_atom = ta.units_per_group > 2 ? ta.units_per_group / 2 : 1;
   ta.atoms = ta.pairs / ta.pairs_per_atom;
-  ta.warps = static_cast<int>(ta.atoms < kMaxWarps ? ta.atoms : kMaxWarps);
-  ta.groups_per_row = w.cols / w.group;
   for (int i = 0; i < a.segments; ++i) ta.seg_tiles[i] = ceil_div(a.seg[i].w.rows, kTileRows);
   ta.tiles = a.swiglu_out != nullptr ? ta.seg_tiles[0] : ta.seg_tiles[0] + ta.seg_tiles[1] + ta.seg_tiles[2];
+  // The K split: 16 warps per block (fewer only when K has fewer atoms). A function of the weight's K
+  // alone (never of its rows, its neighbours in a fused launch, or the activation rows), since it fixes the
+  // order in which a row's sum is added up.
+  const int max_warps = tiled_max_warps();
+  ta.warps = static_cast<int>(ta.atoms < max_warps ? ta.atoms : max_warps);
+  ta.groups_per_row = w.cols / w.group;
   if (w.bits == 4) launch_scale_type<4>(ta, s);
   else launch_scale_type<8>(ta, s);
 }
