@@ -492,7 +492,7 @@ void launch_shape(const TiledArgs& ta, cudaStream_t s) {
   // Four weight tiles per block where the matrix has enough of them (x's loads and conversions shared by
   // more tiles), else two (more blocks). Neither choice touches a row's arithmetic.
   if (ta.a.rows > 8) return launch_tiled<BITS, SE, 2, 2>(ta, s);
-  if (ta.tiles >= 1024) return launch_tiled<BITS, SE, 1, 4>(ta, s);
+  if (ta.tiles >= 256) return launch_tiled<BITS, SE, 1, 4>(ta, s);
   return launch_tiled<BITS, SE, 1, 2>(ta, s);
 }
 

@@ -13,6 +13,9 @@ __device__ __forceinline__ void rotate(float x0, float x1, float p, float inv, f
   y1 = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, cs));
 }
 
+// Block (row r, head h): h < heads rotates query head h; h >= heads rotates key head h - heads and writes
+// it and its value to the cache. One block per head rather than per row: each element's arithmetic is the
+// same, and a decode row's latency is one head's work instead of every head's in turn.
 __global__ void rope_kv_write_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
                                      float* __restrict__ q_out, const AttnRow* __restrict__ rows,
                                      const std::int64_t* __restrict__ pos, const float* __restrict__ inv_freq,
@@ -20,32 +23,32 @@ __global__ void rope_kv_write_kernel(const float* __restrict__ q, const float* _
   pdl_launch();
   pdl_wait();
   const std::int64_t r = blockIdx.x;
-  const AttnRow row = rows[r];
+  const int hb = blockIdx.y;
   const int half = head_dim / 2;
   const float p = static_cast<float>(pos[r]);
-  const std::int64_t qbase = r * static_cast<std::int64_t>(heads) * head_dim;
-  const std::int64_t kbase = r * static_cast<std::int64_t>(kv_heads) * head_dim;
-  for (int t = threadIdx.x; t < heads * half; t += blockDim.x) {
-    const int h = t / half, i = t % half;
-    const int i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + half;
-    float y0, y1;
-    rotate(q[qbase + h * head_dim + i0], q[qbase + h * head_dim + i1], p, inv_freq[i], y0, y1);
-    q_out[qbase + h * head_dim + i0] = y0;
-    q_out[qbase + h * head_dim + i1] = y1;
+  if (hb < heads) {
+    const std::int64_t base = (r * heads + hb) * static_cast<std::int64_t>(head_dim);
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
+      const int i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + half;
+      float y0, y1;
+      rotate(q[base + i0], q[base + i1], p, inv_freq[i], y0, y1);
+      q_out[base + i0] = y0;
+      q_out[base + i1] = y1;
+    }
+    return;
   }
-  for (int t = threadIdx.x; t < kv_heads * half; t += blockDim.x) {
-    const int h = t / half, i = t % half;
+  const int h = hb - heads;
+  const AttnRow row = rows[r];
+  const std::int64_t base = (r * kv_heads + h) * static_cast<std::int64_t>(head_dim);
+  const std::int64_t at = (static_cast<std::int64_t>(h) * row.cap + row.write_pos) * head_dim;
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
     const int i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + half;
     float y0, y1;
-    rotate(k[kbase + h * head_dim + i0], k[kbase + h * head_dim + i1], p, inv_freq[i], y0, y1);
-    const std::int64_t at = (static_cast<std::int64_t>(h) * row.cap + row.write_pos) * head_dim;
+    rotate(k[base + i0], k[base + i1], p, inv_freq[i], y0, y1);
     row.k[at + i0] = y0;
     row.k[at + i1] = y1;
   }
-  for (int t = threadIdx.x; t < kv_heads * head_dim; t += blockDim.x) {
-    const int h = t / head_dim, d = t % head_dim;
-    row.v[(static_cast<std::int64_t>(h) * row.cap + row.write_pos) * head_dim + d] = v[kbase + t];
-  }
+  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) row.v[at + d] = v[base + d];
 }
 
 }  // namespace
@@ -55,8 +58,8 @@ void rope_kv_write(const float* q, const float* k, const float* v, float* q_out,
                    int kv_heads, int head_dim, cudaStream_t s) {
   if (n_rows <= 0) return;
   if (head_dim % 2 != 0) throw std::invalid_argument("rope_kv_write: head_dim must be even");
-  launch_pdl(rope_kv_write_kernel, dim3(static_cast<unsigned int>(n_rows)), dim3(256), 0, s, q, k, v, q_out, rows, pos,
-             inv_freq, interleaved, heads, kv_heads, head_dim);
+  launch_pdl(rope_kv_write_kernel, dim3(static_cast<unsigned int>(n_rows), static_cast<unsigned int>(heads + kv_heads)),
+             dim3(128), 0, s, q, k, v, q_out, rows, pos, inv_freq, interleaved, heads, kv_heads, head_dim);
 }
 
 }  // namespace tf::cuda
