@@ -67,14 +67,28 @@ std::vector<std::pair<std::int32_t, float>> filtered_candidates(std::span<const 
   return c;
 }
 
+std::int32_t greedy_token(std::span<const float> logits) {
+  // The first index of the largest value: the same answer as scanning with `logits[i] > logits[best]` from
+  // best = 0 (NaNs never win; a NaN at 0 wins by default), in two passes that vectorize: the maximum over 8
+  // independent lanes (no loop-carried compare chain), then the first index holding it.
+  if (logits.empty() || std::isnan(logits[0])) return 0;
+  const std::size_t n = logits.size();
+  float lane[8];
+  for (float& m : lane) m = logits[0];
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) lane[k] = logits[i + k] > lane[k] ? logits[i + k] : lane[k];
+  float best = lane[0];
+  for (int k = 1; k < 8; ++k) best = lane[k] > best ? lane[k] : best;
+  for (; i < n; ++i) best = logits[i] > best ? logits[i] : best;
+  for (std::size_t j = 0; j < n; ++j)
+    if (logits[j] == best) return static_cast<std::int32_t>(j);
+  return 0;
+}
+
 std::int32_t sample_token(std::span<const float> logits, const SamplingParams& p, std::uint64_t seed,
                           std::int64_t position) {
-  if (p.temperature <= 0.0f) {
-    std::int32_t best = 0;
-    for (std::size_t i = 1; i < logits.size(); ++i)
-      if (logits[i] > logits[static_cast<std::size_t>(best)]) best = static_cast<std::int32_t>(i);
-    return best;
-  }
+  if (p.temperature <= 0.0f) return greedy_token(logits);
   const auto c = filtered_candidates(logits, p);
   if (c.empty()) return 0;
   std::int32_t best = c[0].first;

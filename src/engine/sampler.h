@@ -21,6 +21,9 @@ std::uint64_t seed_from_prompt(std::span<const std::int32_t> prompt);
 std::int32_t sample_token(std::span<const float> logits, const SamplingParams& params, std::uint64_t seed,
                           std::int64_t position);
 
+// Temperature 0: the first index of the largest logit (NaNs never win; a NaN at index 0 gives 0).
+std::int32_t greedy_token(std::span<const float> logits);
+
 // The candidates left after the filters, as (token id, scaled logit), best first; exposed for tests.
 std::vector<std::pair<std::int32_t, float>> filtered_candidates(std::span<const float> logits,
                                                                 const SamplingParams& params);

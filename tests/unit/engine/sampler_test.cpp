@@ -50,6 +50,28 @@ TEST(Sampler, GreedyTakesTheMaxWithTiesToTheLowestId) {
   EXPECT_EQ(sample_token(l, g, 1, 0), 1);
 }
 
+// The two-pass greedy equals the plain scan `if (l[i] > l[best]) best = i` on ties, signed zeros, infinities
+// and NaNs, at lengths around its 8-wide blocks.
+TEST(Sampler, GreedyEqualsTheScalarScan) {
+  const auto scan = [](const std::vector<float>& l) {
+    std::int32_t best = 0;
+    for (std::size_t i = 1; i < l.size(); ++i)
+      if (l[i] > l[static_cast<std::size_t>(best)]) best = static_cast<std::int32_t>(i);
+    return best;
+  };
+  std::mt19937 rng(7);
+  const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 1.0f};
+  for (int trial = 0; trial < 3000; ++trial) {
+    const std::size_t n = 1 + rng() % 40;
+    std::vector<float> l(n);
+    for (auto& x : l) x = rng() % 3 == 0 ? specials[rng() % 6] : static_cast<float>(static_cast<int>(rng() % 7) - 3);
+    ASSERT_EQ(greedy_token(l), scan(l)) << "trial " << trial;
+  }
+  const auto big = random_logits(49152, 3);
+  EXPECT_EQ(greedy_token(big), scan(big));
+}
+
 // Each sampled token is the keyed Gumbel-max of its (filtered, scaled) logits row, recomputed here
 // independently from the definition.
 TEST(Sampler, SampledTokenIsTheKeyedGumbelMax) {
