@@ -104,8 +104,18 @@ Engine::Engine(const EngineOptions& o) {
     // Serve only the verify widths whose logits equal serial decoding bit for bit.
     row_check_ = check_verify_rows(*model_, 1 + o.max_drafts);
     max_drafts_ = row_check_.max_window - 1;
-    // Where the widest verify window costs little more than a decode step, every round drafts the most.
-    full_windows_ = row_check_.widest_cost > 0.0 && row_check_.widest_cost <= kFullWindowCost;
+    // Where verify windows were timed, serve the width that verifies the most tokens per unit of time if
+    // every draft were right (a backend's row tiles make some widths cheap: on CUDA 8 rows share one pass
+    // of the weights, 9 need two); where it costs little more than a decode step, every round drafts the
+    // most. Otherwise (not timed) the drafts per round follow recent acceptance.
+    const auto& costs = row_check_.costs;
+    if (!costs.empty()) {
+      int best = 2;
+      for (int w = 2; w < 2 + static_cast<int>(costs.size()); ++w)
+        if (w / costs[static_cast<std::size_t>(w - 2)] >= best / costs[static_cast<std::size_t>(best - 2)]) best = w;
+      max_drafts_ = best - 1;
+      full_windows_ = costs[static_cast<std::size_t>(best - 2)] <= kFullWindowCost;
+    }
     // TF_DRAFT_FULL_WINDOWS=0 or 1 overrides the choice (for A/B measurements; the output is the same).
     if (const char* v = std::getenv("TF_DRAFT_FULL_WINDOWS"); v != nullptr && (v[0] == '0' || v[0] == '1'))
       full_windows_ = v[0] == '1';
@@ -154,12 +164,15 @@ std::string Engine::drafting_summary() const {
                                    : std::string("off");
   s += "; row check: verify windows 2.." + std::to_string(row_check_.widths.back().first);
   s += failed.empty() ? " equal serial decoding bit for bit" : ", widths " + failed + " differ (not served)";
-  if (row_check_.widest_cost > 0.0) {
-    char cost[96];
-    std::snprintf(cost, sizeof cost, "; a %d-row verify costs %.2fx a decode step", row_check_.max_window,
-                  row_check_.widest_cost);
+  if (!row_check_.costs.empty() && max_drafts_ > 0) {
+    char cost[160];
+    std::snprintf(cost, sizeof cost, "; a %d-row verify costs %.2fx a decode step (%d rows: %.2fx)", max_drafts_ + 1,
+                  row_check_.costs[static_cast<std::size_t>(max_drafts_ - 1)], row_check_.max_window,
+                  row_check_.costs.back());
     s += cost;
     s += full_windows_ ? ", so every round drafts the most" : ", so drafts adapt to acceptance";
+  } else if (max_drafts_ > 0) {
+    s += "; drafts adapt to acceptance";
   }
   return s;
 }

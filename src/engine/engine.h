@@ -39,8 +39,9 @@ struct EngineOptions {
 struct RowCheckReport {
   int max_window = 1;
   std::vector<std::pair<int, bool>> widths;  // (window width, bit-identical)
-  // Wall time of a forward of max_window rows over one of 1 row, measured after the check (0: not timed).
-  double widest_cost = 0.0;
+  // Wall time of a forward of w rows over one of 1 row, for w = 2..max_window (index w - 2), measured after
+  // the check on a backend whose 1-row forward is fast (empty otherwise: timing would slow startup).
+  std::vector<double> costs;
 };
 
 struct EngineStats {
@@ -92,7 +93,7 @@ class Engine {
   SamplingParams default_sampling_;
   int max_drafts_ = 0;
   bool full_windows_ = false;  // see DecodeSettings::full_windows
-  // The widest verify window may cost this much over one decode step for rounds to always draft the most.
+  // The served verify window may cost this much over one decode step for rounds to always draft the most.
   static constexpr double kFullWindowCost = 2.0;
   RowCheckReport row_check_;
   std::string drafter_;

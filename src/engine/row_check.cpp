@@ -13,24 +13,34 @@ namespace tf {
 
 namespace {
 
-// Median wall time of a `width`-row forward over a 1-row forward, both after a 12-token context, each
-// repeated (the first runs may build graphs or caches). Only the drafting policy reads it, never the output.
-double time_ratio(Model& model, std::span<const std::int32_t> tokens, int width) {
+// A forward of 1 row slower than this is a backend where verify cost grows with rows anyway (the CPU); the
+// per-width timing is skipped there, since it would add seconds to startup.
+constexpr double kTimedForwardLimit = 0.01;  // seconds
+
+// Median wall time of a `width`-row forward after a 12-token context (the first run of a width may build
+// graphs; the median of 3 discards it).
+double time_width(Model& model, SequenceState& state, std::span<const std::int32_t> tokens, int width) {
+  std::vector<double> s;
+  for (int run = 0; run < 3; ++run) {
+    const auto t0 = std::chrono::steady_clock::now();
+    model.forward(state, tokens.subspan(12, static_cast<std::size_t>(width)), width);
+    s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    state.truncate(12);
+  }
+  std::sort(s.begin(), s.end());
+  return s[1];
+}
+
+// Wall time of each verify width 2..max_window over one decode step; only the drafting policy reads it,
+// never the output.
+std::vector<double> time_widths(Model& model, std::span<const std::int32_t> tokens, int max_window) {
   auto state = model.new_state();
   model.forward(*state, tokens.first(12), 1);
-  auto time_width = [&](int w) {
-    std::vector<double> ms;
-    for (int run = 0; run < 5; ++run) {
-      const auto t0 = std::chrono::steady_clock::now();
-      model.forward(*state, tokens.subspan(12, static_cast<std::size_t>(w)), w);
-      ms.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      state->truncate(12);
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
-  };
-  const double one = time_width(1);
-  return one > 0.0 ? time_width(width) / one : 0.0;
+  const double one = time_width(model, *state, tokens, 1);
+  std::vector<double> costs;
+  if (one <= 0.0 || one > kTimedForwardLimit) return costs;
+  for (int w = 2; w <= max_window; ++w) costs.push_back(time_width(model, *state, tokens, w) / one);
+  return costs;
 }
 
 }  // namespace
@@ -64,7 +74,7 @@ RowCheckReport check_verify_rows(Model& model, int max_window) {
     if (same && all_ok) report.max_window = width;
     all_ok = all_ok && same;
   }
-  if (report.max_window >= 2) report.widest_cost = time_ratio(model, all.first(12 + report.max_window), report.max_window);
+  if (report.max_window >= 2) report.costs = time_widths(model, all.first(12 + report.max_window), report.max_window);
   return report;
 }
 
