@@ -4,7 +4,8 @@
 // Why tensor cores: on the CUDA cores a 4-bit weight costs about five instructions to unpack and multiply,
 // so one row already runs out of issue slots at a fifth of the memory bandwidth, and every extra row of a
 // verify window costs another full pass of multiply-adds. mma.m16n8k16 multiplies 16 weight rows by 8
-// activation rows in one instruction, so 1 to 8 rows cost the same and the kernel is left to stream bytes.
+// activation rows in one instruction, so 1 to 8 rows cost the same. (One row is still bound by the
+// instructions that unpack codes and convert x, not by bytes: docs/cuda.md, "Not done yet".)
 //
 // Exactness and row invariance:
 // - A (16 weight rows x 16 k) holds the codes q themselves (0..255 are exact in bf16); scale and bias are
