@@ -16,6 +16,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -27,6 +28,7 @@
 #include <unordered_map>
 
 #include "backends/cuda/kernels/tiled_layout.h"
+#include "checkpoint/half_float.h"
 
 namespace tf {
 namespace {
@@ -51,64 +53,12 @@ ElemType elem_type(HostDType d) {
   return ElemType::F32;
 }
 
-// ---- host-side float conversions (exact, for upload) ----
-float f16_to_f32(std::uint16_t h) {
-  const std::uint32_t sign = (h & 0x8000u) << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  std::uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // subnormal: normalize
-      int e = -1;
-      std::uint32_t m = mant;
-      do {
-        ++e;
-        m <<= 1;
-      } while ((m & 0x400) == 0);
-      bits = sign | (static_cast<std::uint32_t>(127 - 15 - e) << 23) | ((m & 0x3ff) << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else {
-    bits = sign | ((exp + 112) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-float bf16_to_f32(std::uint16_t h) {
-  const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
+// ---- host-side float conversions (exact, for upload; checkpoint/half_float.h does the bits) ----
 // f32 -> f16 when exact (returns false otherwise).
 bool f32_to_f16_exact(float f, std::uint16_t& out) {
   if (std::isnan(f)) return false;
-  std::uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  const std::uint32_t sign = (bits >> 16) & 0x8000u;
-  const float a = std::fabs(f);
-  if (a == 0.0f) {
-    out = static_cast<std::uint16_t>(sign);
-    return true;
-  }
-  if (std::isinf(f) || a > 65504.0f) return false;
-  int e;
-  std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
-  std::uint16_t h;
-  if (e >= -13) {  // normal f16: exponent e-1 in [-14, 15]
-    const float m = std::ldexp(a, 11 - e);  // 11 significant bits as an integer in [1024, 2048)
-    if (m != std::floor(m)) return false;
-    const auto mi = static_cast<std::uint32_t>(m);
-    h = static_cast<std::uint16_t>(sign | (static_cast<std::uint32_t>(e - 1 + 15) << 10) | (mi & 0x3ff));
-  } else {  // subnormal f16: multiples of 2^-24
-    const float m = std::ldexp(a, 24);
-    if (m != std::floor(m) || m >= 1024.0f) return false;
-    h = static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(m));
-  }
-  if (f16_to_f32(h) != f) return false;
+  const std::uint16_t h = f32_to_f16(f);
+  if (std::bit_cast<std::uint32_t>(f16_to_f32(h)) != std::bit_cast<std::uint32_t>(f)) return false;
   out = h;
   return true;
 }
@@ -593,8 +543,13 @@ class CudaBackendImpl final : public CudaBackend {
       std::memcpy(&b, &f, 4);
       return std::to_string(b);
     };
-    std::string key = std::to_string(head_dim) + "/" + bits(spec.base);
-    for (float f : spec.freq_factors) key += "/" + bits(f);
+    std::string key = std::to_string(head_dim);
+    key += '/';
+    key += bits(spec.base);
+    for (float f : spec.freq_factors) {  // appended piecewise: GCC 12 misreads "/" + string (-Wrestrict)
+      key += '/';
+      key += bits(f);
+    }
     auto it = rope_tables_.find(key);
     if (it != rope_tables_.end()) return it->second;
     const int half = head_dim / 2;
