@@ -118,7 +118,7 @@ class Joiner : public Object {
   bool used_ = false;
 };
 
-// Builtins (builtins.cpp, methods.cpp)
+// Builtins (filters.cpp, tests.cpp, globals.cpp, methods.cpp)
 bool lookup_global(const std::string& name, Value& out);
 Value call_method(Interpreter& in, const Value& self, const std::string& name, CallArgs& args);
 // Python attribute of a builtin-typed value (str/list/dict/... methods and data attributes); false if none.

@@ -9,7 +9,7 @@ namespace tf::jinja {
 // if/conditional expression, break/continue outside a loop, assigning to `loop`, ...).
 void resolve_symbols(TemplateAst& ast);
 
-// Builtin filter and test names (builtins.cpp).
+// Builtin filter and test names (filters.cpp, tests.cpp).
 bool is_known_filter(std::string_view name);
 bool is_known_test(std::string_view name);
 

@@ -1,11 +1,12 @@
-// jinja2's builtin filters, tests and globals as transformers configures them (tojson replaced by
-// json.dumps with ensure_ascii=False; raise_exception and strftime_now added), following jinja2 3.1.
+// jinja2's builtin filters as transformers configures them (tojson replaced by json.dumps with
+// ensure_ascii=False), following jinja2 3.1. Tests are in tests.cpp, globals in globals.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
 #include <unordered_map>
 
+#include "builtin_kinds.h"
 #include "json_value.h"
 #include "objects.h"
 #include "pyformat.h"
@@ -19,7 +20,6 @@ namespace tf::jinja {
 namespace {
 
 using FilterFn = Value (*)(Interpreter&, Value, CallArgs&);
-using TestFn = bool (*)(Interpreter&, const Value&, CallArgs&);
 
 [[noreturn]] void filter_arg_error(const std::string& msg) {
   throw TemplateError(TemplateError::Kind::Runtime, "FilterArgumentError: " + msg);
@@ -90,35 +90,6 @@ Value multi_key(Interpreter& in, const std::vector<AttrGetter>& getters, const V
   return Value::list(std::move(k));
 }
 
-bool is_sequence(const Value& v) {
-  switch (v.type()) {
-    case Value::Type::Str:
-    case Value::Type::Dict:
-    case Value::Type::Undefined:
-      return true;
-    case Value::Type::List:
-      return v.list_kind() == ListKind::List || v.list_kind() == ListKind::Tuple ||
-             v.list_kind() == ListKind::GroupTuple || v.list_kind() == ListKind::Range;
-    default:
-      return false;
-  }
-}
-
-bool is_iterable(const Value& v) {
-  switch (v.type()) {
-    case Value::Type::Str:
-    case Value::Type::Dict:
-    case Value::Type::Undefined:
-    case Value::Type::List:
-      return true;
-    case Value::Type::Object:
-      return v.object().iterable();
-    default:
-      return false;
-  }
-}
-
-bool is_callable(const Value& v) { return v.is_undefined() || (v.is_object() && v.object().callable()); }
 
 // reversed(value) for sequences; nullopt when the value is not reversible
 std::optional<std::vector<Value>> reversed_items(Interpreter& in, const Value& v) {
@@ -929,279 +900,15 @@ const std::unordered_map<std::string, FilterFn>& filters() {
   return m;
 }
 
-// ---- tests ---------------------------------------------------------------------------------------
-
-Value one_arg(const char* name, CallArgs& args, const char* param) {
-  return bind_args(name, args, {{param, std::nullopt}})[0];
-}
-
-bool t_odd(Interpreter& in, const Value& v, CallArgs& args) {
-  bind_args("odd", args, {});
-  return py_eq(in.binop(BinOp::Mod, v, Value(2)), Value(1));
-}
-bool t_even(Interpreter& in, const Value& v, CallArgs& args) {
-  bind_args("even", args, {});
-  return py_eq(in.binop(BinOp::Mod, v, Value(2)), Value(0));
-}
-bool t_divisibleby(Interpreter& in, const Value& v, CallArgs& args) {
-  const Value num = one_arg("divisibleby", args, "num");
-  return py_eq(in.binop(BinOp::Mod, v, num), Value(0));
-}
-bool t_defined(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("defined", args, {});
-  return !v.is_undefined();
-}
-bool t_undefined(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("undefined", args, {});
-  return v.is_undefined();
-}
-bool t_filter(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("filter", args, {});
-  return v.is_str() && filters().count(v.str());
-}
-bool t_test(Interpreter&, const Value& v, CallArgs& args);
-bool t_none(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("none", args, {});
-  return v.is_none();
-}
-bool t_boolean(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("boolean", args, {});
-  return v.is_bool();
-}
-bool t_false(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("false", args, {});
-  return v.is_bool() && !v.as_bool();
-}
-bool t_true(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("true", args, {});
-  return v.is_bool() && v.as_bool();
-}
-bool t_integer(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("integer", args, {});
-  return v.is_int();
-}
-bool t_float(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("float", args, {});
-  return v.is_float();
-}
-bool t_lower(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("lower", args, {});
-  return uni::str_islower(py_str(v));
-}
-bool t_upper(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("upper", args, {});
-  return uni::str_isupper(py_str(v));
-}
-bool t_string(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("string", args, {});
-  return v.is_str();
-}
-bool t_mapping(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("mapping", args, {});
-  return v.is_dict();
-}
-bool t_number(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("number", args, {});
-  return v.is_number();
-}
-bool t_sequence(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("sequence", args, {});
-  return is_sequence(v);
-}
-bool t_iterable(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("iterable", args, {});
-  return is_iterable(v);
-}
-bool t_callable(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("callable", args, {});
-  return is_callable(v);
-}
-bool t_sameas(Interpreter&, const Value& v, CallArgs& args) {
-  const Value other = one_arg("sameas", args, "other");
-  if (v.is_none() || other.is_none()) return v.is_none() && other.is_none();
-  if (v.is_bool() || other.is_bool()) return v.is_bool() && other.is_bool() && v.as_bool() == other.as_bool();
-  if (v.is_int() && other.is_int()) return v.as_int() == other.as_int() && v.as_int() >= -5 && v.as_int() <= 256;
-  if (v.is_undefined() || other.is_undefined() || v.is_number() || other.is_number()) return false;
-  return v.identity() && v.identity() == other.identity();
-}
-bool t_escaped(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("escaped", args, {});
-  return v.is_markup();
-}
-bool t_in(Interpreter& in, const Value& v, CallArgs& args) {
-  const Value seq = one_arg("in", args, "seq");
-  return in.contains(seq, v);
-}
-bool t_eq(Interpreter&, const Value& v, CallArgs& args) { return py_eq(v, one_arg("eq", args, "b")); }
-bool t_ne(Interpreter&, const Value& v, CallArgs& args) { return !py_eq(v, one_arg("ne", args, "b")); }
-bool t_gt(Interpreter&, const Value& v, CallArgs& args) { return py_compare(v, one_arg("gt", args, "b"), "gt"); }
-bool t_ge(Interpreter&, const Value& v, CallArgs& args) { return py_compare(v, one_arg("ge", args, "b"), "ge"); }
-bool t_lt(Interpreter&, const Value& v, CallArgs& args) { return py_compare(v, one_arg("lt", args, "b"), "lt"); }
-bool t_le(Interpreter&, const Value& v, CallArgs& args) { return py_compare(v, one_arg("le", args, "b"), "le"); }
-
-const std::unordered_map<std::string, TestFn>& tests() {
-  static const std::unordered_map<std::string, TestFn> m = {
-      {"odd", t_odd}, {"even", t_even}, {"divisibleby", t_divisibleby}, {"defined", t_defined},
-      {"undefined", t_undefined}, {"filter", t_filter}, {"test", t_test}, {"none", t_none}, {"boolean", t_boolean},
-      {"false", t_false}, {"true", t_true}, {"integer", t_integer}, {"float", t_float}, {"lower", t_lower},
-      {"upper", t_upper}, {"string", t_string}, {"mapping", t_mapping}, {"number", t_number},
-      {"sequence", t_sequence}, {"iterable", t_iterable}, {"callable", t_callable}, {"sameas", t_sameas},
-      {"escaped", t_escaped}, {"in", t_in}, {"==", t_eq}, {"eq", t_eq}, {"equalto", t_eq}, {"!=", t_ne},
-      {"ne", t_ne}, {">", t_gt}, {"gt", t_gt}, {"greaterthan", t_gt}, {"ge", t_ge}, {">=", t_ge}, {"<", t_lt},
-      {"lt", t_lt}, {"lessthan", t_lt}, {"<=", t_le}, {"le", t_le},
-  };
-  return m;
-}
-
-bool t_test(Interpreter&, const Value& v, CallArgs& args) {
-  bind_args("test", args, {});
-  return v.is_str() && tests().count(v.str());
-}
-
-// ---- globals -------------------------------------------------------------------------------------
-
-std::int64_t as_index(const Value& v) {
-  if (!v.is_integral()) type_error("'" + python_type_name(v) + "' object cannot be interpreted as an integer");
-  return v.as_int();
-}
-
-Value g_range(Interpreter& in, CallArgs& args) {
-  if (!args.kw.empty()) type_error("range() takes no keyword arguments");
-  std::int64_t start = 0, stop, step = 1;
-  if (args.pos.size() == 1) {
-    stop = as_index(args.pos[0]);
-  } else if (args.pos.size() == 2 || args.pos.size() == 3) {
-    start = as_index(args.pos[0]);
-    stop = as_index(args.pos[1]);
-    if (args.pos.size() == 3) step = as_index(args.pos[2]);
-  } else {
-    type_error("range expected at most 3 arguments, got " + std::to_string(args.pos.size()));
-  }
-  if (step == 0) value_error("range() arg 3 must not be zero");
-  i128 n = 0;
-  if (step > 0 && stop > start) n = (static_cast<i128>(stop) - start + step - 1) / step;
-  if (step < 0 && stop < start) n = (static_cast<i128>(start) - stop - step - 1) / -step;
-  if (n > 100000)
-    throw TemplateError(TemplateError::Kind::Runtime,
-                        "OverflowError: Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
-  in.charge(static_cast<std::uint64_t>(n));
-  auto l = std::make_shared<ListData>();
-  l->kind = ListKind::Range;
-  l->range_start = start;
-  l->range_stop = stop;
-  l->range_step = step;
-  for (i128 i = 0; i < n; ++i) l->items.emplace_back(static_cast<std::int64_t>(start + i * step));
-  return Value(std::shared_ptr<const ListData>(std::move(l)));
-}
-
-void dict_update(Interpreter& in, DictData& d, CallArgs& args, const char* fname) {
-  if (args.pos.size() > 1) type_error(std::string(fname) + " expected at most 1 argument, got " + std::to_string(args.pos.size()));
-  if (!args.pos.empty()) {
-    const Value& src = args.pos[0];
-    if (src.is_dict()) {
-      for (const auto& [k, v] : src.dict().entries) d.set(k, v);
-    } else {
-      for (const auto& pair : in.to_list(src)) {
-        const auto kv = in.to_list(pair);
-        if (kv.size() != 2) value_error("dictionary update sequence element has length " + std::to_string(kv.size()) + "; 2 is required");
-        d.set(kv[0], kv[1]);
-      }
-    }
-  }
-  for (auto& [k, v] : args.kw) d.set(Value(k), v);
-}
-
-Value g_dict(Interpreter& in, CallArgs& args) {
-  DictData d;
-  dict_update(in, d, args, "dict");
-  return make_dict(std::move(d));
-}
-
-Value g_namespace(Interpreter& in, CallArgs& args) {
-  auto ns = std::make_shared<Namespace>();
-  dict_update(in, ns->attrs, args, "dict");
-  return in.track(ns);
-}
-
-Value g_cycler(Interpreter& in, CallArgs& args) {
-  if (!args.kw.empty()) type_error("Cycler() got an unexpected keyword argument '" + args.kw.front().first + "'");
-  if (args.pos.empty()) throw TemplateError(TemplateError::Kind::Runtime, "RuntimeError: at least one item has to be provided");
-  return in.track(std::make_shared<Cycler>(args.pos));
-}
-
-Value g_joiner(Interpreter& in, CallArgs& args) {
-  auto a = bind_args("Joiner", args, {{"sep", Value(", ")}});
-  return in.track(std::make_shared<Joiner>(py_str(a[0])));
-}
-
-Value g_lipsum(Interpreter&, CallArgs&) { type_error("lipsum() is not supported in chat templates"); }
-
-Value g_raise_exception(Interpreter&, CallArgs& args) {
-  auto a = bind_args("raise_exception", args, {{"message", std::nullopt}});
-  throw TemplateError(TemplateError::Kind::Raised, py_str(a[0]));
-}
-
-Value g_strftime_now(Interpreter& in, CallArgs& args) {
-  auto a = bind_args("strftime_now", args, {{"format", std::nullopt}});
-  if (!a[0].is_str()) type_error("strftime() argument 1 must be str, not " + python_type_name(a[0]));
-  // datetime.strftime: %f (microseconds), %z and %Z (naive datetime: empty) are handled before C strftime
-  const std::string& f = a[0].str();
-  std::string fmt;
-  for (std::size_t i = 0; i < f.size(); ++i) {
-    if (f[i] == '%' && i + 1 < f.size()) {
-      const char c = f[i + 1];
-      if (c == 'f') fmt += "000000";
-      else if (c == 'z' || c == 'Z') {
-      } else {
-        fmt.push_back('%');
-        fmt.push_back(c);
-      }
-      ++i;
-      continue;
-    }
-    fmt.push_back(f[i]);
-  }
-  if (fmt.empty()) return Value("");
-  const std::tm tm = in.now();
-  for (std::size_t size = 1024;; size *= 2) {
-    std::string buf(size, '\0');
-    const std::size_t n = std::strftime(buf.data(), size, fmt.c_str(), &tm);
-    if (n > 0 || size >= 256 * fmt.size()) {
-      buf.resize(n);
-      return Value(std::move(buf));
-    }
-  }
-}
-
 }  // namespace
 
 bool is_known_filter(std::string_view name) { return filters().count(std::string(name)) != 0; }
-bool is_known_test(std::string_view name) { return tests().count(std::string(name)) != 0; }
-
-bool lookup_global(const std::string& name, Value& out) {
-  static const std::unordered_map<std::string, BuiltinFunction::Fn> fns = {
-      {"range", g_range},   {"dict", g_dict},       {"namespace", g_namespace},
-      {"cycler", g_cycler}, {"joiner", g_joiner},   {"lipsum", g_lipsum},
-      {"raise_exception", g_raise_exception},       {"strftime_now", g_strftime_now},
-  };
-  auto it = fns.find(name);
-  if (it == fns.end()) return false;
-  out = Value(std::shared_ptr<Object>(std::make_shared<BuiltinFunction>(name, it->second)));
-  return true;
-}
 
 Value Interpreter::call_filter(const std::string& name, Value value, CallArgs& args) {
   auto it = filters().find(name);
   if (it == filters().end()) throw TemplateError(TemplateError::Kind::Runtime, "TemplateRuntimeError: No filter named '" + name + "' found.");
   charge(1);
   return it->second(*this, std::move(value), args);
-}
-
-bool Interpreter::call_test(const std::string& name, const Value& value, CallArgs& args) {
-  auto it = tests().find(name);
-  if (it == tests().end()) throw TemplateError(TemplateError::Kind::Runtime, "TemplateRuntimeError: No test named '" + name + "' found.");
-  charge(1);
-  return it->second(*this, value, args);
 }
 
 }  // namespace tf::jinja
