@@ -898,9 +898,14 @@ class CudaBackendImpl final : public CudaBackend {
         for (int r : rd) ok = ok && step_index[static_cast<std::size_t>(r)] == sg;
         const Step& gs = steps[static_cast<std::size_t>(sg)];
         ok = ok && (gs.type == Step::LinearGroup || gs.type == Step::SwigluGroup) && gs.norm_step < 0;
-        // The untiled kernel re-reads x per warp, so it fuses only narrow norms; the tiled one, any.
-        ok = ok && (ops[static_cast<std::size_t>(gs.ops.front())].w.tiled ||
-                    ops[static_cast<std::size_t>(ni)].out->cols <= cuda::kMaxFusedNormCols);
+        // The untiled kernel re-reads x per warp, so it fuses only narrow norms; the tiled one, any. Every
+        // block of a fused launch reads x (and the residual) twice over and redoes the norm, which costs
+        // more than the launch it saves once rows x cols passes ~2k (H200: the 8B shape decodes 198 tok/s
+        // unfused vs 187 fused, the 27B's 8-row verify 1.05x vs 1.34x a step; SmolLM2's one row 1,013 vs
+        // 919 tok/s fused). Fused and standalone norms give the same bits (norm_part_sum's order).
+        const auto& nout = *ops[static_cast<std::size_t>(ni)].out;
+        ok = ok && (ops[static_cast<std::size_t>(gs.ops.front())].w.tiled || nout.cols <= cuda::kMaxFusedNormCols);
+        ok = ok && nout.rows * nout.cols <= fuse_norm_max_;
         if (ns.type == Step::AddNorm) {  // the residual sum moves to step sg: nobody may read it before
           for (int r : readers[static_cast<std::size_t>(ns.ops[1])])
             if (r != ni && step_index[static_cast<std::size_t>(r)] <= sg) ok = false;
@@ -1330,6 +1335,11 @@ class CudaBackendImpl final : public CudaBackend {
   bool fuse_norm_ = [] {
     const char* v = std::getenv("TF_CUDA_FUSE_NORM");
     return v == nullptr || std::string(v) != "0";
+  }();
+  // The widest norm (rows x cols) fused into a matmul; TF_CUDA_FUSE_NORM_MAX overrides it for A/B runs.
+  std::int64_t fuse_norm_max_ = [] {
+    const char* v = std::getenv("TF_CUDA_FUSE_NORM_MAX");
+    return v != nullptr && *v != 0 ? std::atoll(v) : std::int64_t{2048};
   }();
   CudaBackendStats stats_;
   std::vector<Op> ops_;

@@ -504,6 +504,53 @@ namespace {
 
 // decode_linear with the RMSNorm (and residual add) fused into its prologue, against float64, and its rows
 // bit-identical alone and in larger calls.
+// A norm fused into the matmul and the same norm launched on its own give the same bits (the fusion rule
+// picks one or the other by width, and a row must not change with it): tiled, untiled affine and dense.
+TEST(CudaKernels, FusedNormEqualsStandaloneNormBitwise) {
+  TF_NEED_GPU();
+  struct Case {
+    std::int64_t k, n;
+    int bits, group;
+    ElemType dt;
+  };
+  for (const Case c : {Case{576, 320, 4, 32, ElemType::F16}, Case{5120, 256, 4, 64, ElemType::BF16},
+                       Case{4096, 192, 8, 64, ElemType::BF16}, Case{1568, 200, 4, 32, ElemType::BF16},
+                       Case{576, 96, 0, 0, ElemType::BF16}}) {
+    const HostW hw = make_weight(c.n, c.k, c.bits, c.group, c.dt);
+    DevW dw(hw);
+    const auto nw = random_floats(static_cast<std::size_t>(c.k), 0.5f, 1.5f);
+    DevBuf<float> dnw(nw);
+    for (int rows : {1, 2, 8, 16}) {
+      const auto a = random_floats(static_cast<std::size_t>(rows * c.k), -2.0f, 2.0f), b = random_floats(a.size());
+      DevBuf<float> da(a), db(b), sum(a.size()), sum2(a.size()), h(a.size()), y(static_cast<std::size_t>(rows * c.n)),
+          y2(static_cast<std::size_t>(rows * c.n));
+      DecodeLinearArgs args;
+      args.x = da.p;
+      args.x_stride = c.k;
+      args.rows = rows;
+      args.seg[0] = {dw.view, y.p, c.n};
+      args.norm_w = dnw.p;
+      args.norm_b = db.p;
+      args.norm_sum = sum.p;
+      args.norm_eps = 1e-5f;
+      const bool fusable = dw.view.tiled || c.k <= kMaxFusedNormCols;
+      if (!fusable) continue;
+      decode_linear(args, nullptr);
+      rms_norm(da.p, db.p, sum2.p, h.p, dnw.p, rows, c.k, 1e-5f, nullptr);
+      DecodeLinearArgs plain;
+      plain.x = h.p;
+      plain.x_stride = c.k;
+      plain.rows = rows;
+      plain.seg[0] = {dw.view, y2.p, c.n};
+      decode_linear(plain, nullptr);
+      const auto s1 = sum.download(), s2 = sum2.download(), o1 = y.download(), o2 = y2.download();
+      EXPECT_TRUE(same_bits(s1.data(), s2.data(), s1.size())) << "residual sum, k " << c.k << " rows " << rows;
+      EXPECT_TRUE(same_bits(o1.data(), o2.data(), o1.size()))
+          << "fused vs standalone norm, k " << c.k << " bits " << c.bits << " rows " << rows;
+    }
+  }
+}
+
 TEST(CudaKernels, DecodeLinearWithFusedNorm) {
   TF_NEED_GPU();
   const std::int64_t k = 576, n = 960;

@@ -57,6 +57,33 @@ __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+// The RMSNorm's sum of squares, in the one order every decode kernel uses (the standalone norm and the
+// norms fused into the matmuls), so a norm fused at one width and launched on its own at another gives
+// the same bits: the row's float4s are cut into kNormParts contiguous parts (a function of the width
+// alone); in a part, lane l takes float4s l, l + 32, ... in order (four fmas each), then the butterfly;
+// the parts' sums are added in part order. `load(i)` returns float4 i of the row (after any residual add).
+constexpr int kNormParts = 16;
+template <typename Load>
+__device__ __forceinline__ float norm_part_sum(Load load, int part, std::int64_t n4, int lane) {
+  const std::int64_t begin = part * n4 / kNormParts, end = (part + 1) * n4 / kNormParts;
+  float ss = 0.0f;
+  for (std::int64_t i = begin + lane; i < end; i += 32) {
+    const float4 v = load(i);
+    ss = __fmaf_rn(v.x, v.x, ss);
+    ss = __fmaf_rn(v.y, v.y, ss);
+    ss = __fmaf_rn(v.z, v.z, ss);
+    ss = __fmaf_rn(v.w, v.w, ss);
+  }
+  return warp_sum(ss);
+}
+// 1 / rms from the parts' sums (parts[0] .. parts[kNormParts - 1], added in order).
+__device__ __forceinline__ float norm_inv_rms(const float* parts, std::int64_t stride, std::int64_t cols, float eps) {
+  float ss = parts[0];
+#pragma unroll
+  for (int p = 1; p < kNormParts; ++p) ss = __fadd_rn(ss, parts[p * stride]);
+  return rsqrtf(__fadd_rn(__fdiv_rn(ss, static_cast<float>(cols)), eps));
+}
+
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));

@@ -157,29 +157,28 @@ __global__ void __launch_bounds__(128, RT == 1 ? (NORM ? 3 : 4) : (RT == 2 ? 3 :
   pdl_launch();
   fetch(lane);
   pdl_wait();
-  // Fused RMSNorm: per row, the sum of squares of x (+ b) over lane-strided float4s (in order), the
-  // butterfly, then inv = rsqrt(mean + eps); the grid's first warp writes the residual sum.
+  // Fused RMSNorm: per row, the sum of squares of x (+ b) in the order of norm_part_sum (common.cuh): the
+  // parts one after another, added in part order, as the standalone norm kernel adds them; then
+  // inv = rsqrt(mean + eps). The grid's first warp writes the residual sum.
   float inv[NORM ? RT : 1];
   if constexpr (NORM) {
     const std::int64_t c4 = cols / 4;
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
       const std::int64_t off = static_cast<std::int64_t>(r < a.rows ? r : a.rows - 1) * a.x_stride;
-      float ss = 0.0f;
-      for (std::int64_t i = lane; i < c4; i += 32) {
+      auto load = [&](std::int64_t i) {
         float4 v = *reinterpret_cast<const float4*>(a.x + off + 4 * i);
         if (a.norm_b != nullptr) {
           const float4 b = *reinterpret_cast<const float4*>(a.norm_b + off + 4 * i);
           v = make_float4(__fadd_rn(v.x, b.x), __fadd_rn(v.y, b.y), __fadd_rn(v.z, b.z), __fadd_rn(v.w, b.w));
           if (wg == 0 && a.norm_sum != nullptr && r < a.rows) *reinterpret_cast<float4*>(a.norm_sum + off + 4 * i) = v;
         }
-        ss = __fmaf_rn(v.x, v.x, ss);
-        ss = __fmaf_rn(v.y, v.y, ss);
-        ss = __fmaf_rn(v.z, v.z, ss);
-        ss = __fmaf_rn(v.w, v.w, ss);
-      }
-      ss = warp_sum(ss);
-      inv[r] = rsqrtf(__fadd_rn(__fdiv_rn(ss, static_cast<float>(cols)), a.norm_eps));
+        return v;
+      };
+      float parts[kNormParts];
+#pragma unroll
+      for (int part = 0; part < kNormParts; ++part) parts[part] = norm_part_sum(load, part, c4, lane);
+      inv[r] = norm_inv_rms(parts, 1, cols, a.norm_eps);
     }
   }
   for (std::int64_t c0 = lane; c0 < chunks; c0 += 32 * UC) {

@@ -20,9 +20,9 @@
 //   and the warps' sums are added in warp order through shared memory. The number of activation rows only
 //   decides how many 8-row column tiles (1 or 2) each mma covers, and the number of weight tiles per block
 //   only decides how blocks share x: neither touches the arithmetic of a row.
-// - The fused RMSNorm computes each activation row's inverse RMS once per block (each warp sums the squares
-//   of its own K range, the warps' sums added in warp order), so every block and every call forms the same
-//   normed x.
+// - The fused RMSNorm computes each activation row's inverse RMS once per block, its sum of squares in the
+//   order of norm_part_sum (common.cuh), shared with the standalone norm kernel: every block, every call and
+//   the unfused path form the same normed x.
 #include <cstdlib>
 
 #include "backends/cuda/kernels/common.cuh"
@@ -239,37 +239,32 @@ __global__ void __launch_bounds__(kMaxWarps * 32) decode_linear_tiled_kernel(Til
 #pragma unroll
   for (int s = 0; s < kAhead; ++s) prefetch_x(p_begin + s);
 
-  // Fused RMSNorm: each row's 1 / rms once per block. Warp w sums the squares of its own K range (lane-
-  // strided float4s in k order, the xor butterfly), the warps' sums are added in warp order: a function of
-  // the shape alone. Block 0 also writes the residual sum x + norm_b.
+  // Fused RMSNorm: each row's 1 / rms once per block, its sum of squares in the order of norm_part_sum
+  // (common.cuh): warp w sums parts w, w + W, ..., and the parts are added in part order, so the bits are
+  // those of the standalone norm kernel. Block 0 also writes the residual sum x + norm_b.
   __shared__ float inv_rms[kMaxDecodeRows];
-  __shared__ float norm_part[kMaxWarps][kMaxDecodeRows];
+  __shared__ float norm_part[kNormParts][kMaxDecodeRows];
   if (norm) {
-    const std::int64_t k_begin = p_begin * kPairK / 4, k_end = p_end * kPairK / 4;  // in float4s
+    const std::int64_t n4 = ta.cols / 4;
     for (int row = 0; row < a.rows; ++row) {
       const std::int64_t off = static_cast<std::int64_t>(row) * a.x_stride;
-      float ss = 0.0f;
-      for (std::int64_t i = k_begin + lane; i < k_end; i += 32) {
+      auto load = [&](std::int64_t i) {
         float4 v = *reinterpret_cast<const float4*>(a.x + off + 4 * i);
         if (a.norm_b != nullptr) {
           const float4 b = *reinterpret_cast<const float4*>(a.norm_b + off + 4 * i);
           v = make_float4(__fadd_rn(v.x, b.x), __fadd_rn(v.y, b.y), __fadd_rn(v.z, b.z), __fadd_rn(v.w, b.w));
           if (blockIdx.x == 0 && a.norm_sum != nullptr) *reinterpret_cast<float4*>(a.norm_sum + off + 4 * i) = v;
         }
-        ss = __fmaf_rn(v.x, v.x, ss);
-        ss = __fmaf_rn(v.y, v.y, ss);
-        ss = __fmaf_rn(v.z, v.z, ss);
-        ss = __fmaf_rn(v.w, v.w, ss);
+        return v;
+      };
+      for (int part = warp; part < kNormParts; part += W) {
+        const float ss = norm_part_sum(load, part, n4, lane);
+        if (lane == 0) norm_part[part][row] = ss;
       }
-      ss = warp_sum(ss);
-      if (lane == 0) norm_part[warp][row] = ss;
     }
     __syncthreads();
-    if (static_cast<int>(threadIdx.x) < a.rows) {
-      float ss = norm_part[0][threadIdx.x];
-      for (int w = 1; w < W; ++w) ss = __fadd_rn(ss, norm_part[w][threadIdx.x]);
-      inv_rms[threadIdx.x] = rsqrtf(__fadd_rn(__fdiv_rn(ss, static_cast<float>(ta.cols)), a.norm_eps));
-    }
+    if (static_cast<int>(threadIdx.x) < a.rows)
+      inv_rms[threadIdx.x] = norm_inv_rms(&norm_part[0][threadIdx.x], kMaxDecodeRows, ta.cols, a.norm_eps);
     __syncthreads();
   }
 
