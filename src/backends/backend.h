@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,13 @@ class Backend {
   virtual Tensor last_rows(const Tensor& x, std::int64_t n) = 0;
   // Evaluates x and copies it to the host as float32, row-major.
   virtual std::vector<float> to_host(const Tensor& x) = 0;
+  // Whether argmax_rows runs where the tensors live (then greedy decoding moves ids, not logits, to the host).
+  virtual bool has_argmax_rows() const { return false; }
+  // Each row's greedy token: the first index of its largest value, NaNs never winning and a NaN at index 0
+  // giving 0 (the engine's greedy_token, bit for bit). Only where has_argmax_rows().
+  virtual std::vector<std::int32_t> argmax_rows(const Tensor& /*x*/) {
+    throw std::logic_error("argmax_rows: this backend leaves greedy sampling to the host");
+  }
 };
 
 }  // namespace tf

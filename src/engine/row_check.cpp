@@ -19,12 +19,15 @@ namespace {
 constexpr double kTimedForwardLimit = 0.05;  // seconds
 
 // Median wall time of a `width`-row forward after a 12-token context (the first run of a width may build
-// graphs; the median of 3 discards it).
+// graphs; the median of 3 discards it). Where the backend finds greedy tokens itself, the forward timed is
+// that one (what a greedy round costs: ids, not logits, come back).
 double time_width(Model& model, SequenceState& state, std::span<const std::int32_t> tokens, int width) {
   std::vector<double> s;
   for (int run = 0; run < 3; ++run) {
     const auto t0 = std::chrono::steady_clock::now();
-    model.forward(state, tokens.subspan(12, static_cast<std::size_t>(width)), width);
+    const auto window = tokens.subspan(12, static_cast<std::size_t>(width));
+    if (model.greedy_on_backend()) model.forward_greedy(state, window, width);
+    else model.forward(state, window, width);
     s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     state.truncate(12);
   }

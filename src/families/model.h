@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,14 @@ class Model {
   // logits of the last `logit_rows` positions as [logit_rows, vocab] float32, row-major.
   virtual std::vector<float> forward(SequenceState& state, std::span<const std::int32_t> tokens,
                                      std::int64_t logit_rows) = 0;
+  // Greedy decoding without the logits: forward's run, then each of the last `rows` positions' greedy
+  // token (the engine's greedy_token of that logits row, bit for bit), found on the backend so that only
+  // ids reach the host. Only where greedy_on_backend().
+  virtual bool greedy_on_backend() const { return false; }
+  virtual std::vector<std::int32_t> forward_greedy(SequenceState& /*state*/, std::span<const std::int32_t> /*tokens*/,
+                                                   std::int64_t /*rows*/) {
+    throw std::logic_error("forward_greedy: this model samples on the host");
+  }
 };
 
 // Opens a GGUF file or a checkpoint directory and builds the family that serves its architecture.

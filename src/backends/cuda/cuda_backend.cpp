@@ -208,6 +208,7 @@ class CudaBackendImpl final : public CudaBackend {
     cudaFree(dyn_dev_);
     cudaFreeHost(dyn_host_);
     cudaFreeHost(stage_);
+    cudaFree(argmax_dev_);
     cudaFree(attn_work_);
     cudaFree(attn_counters_);
     for (auto& [k, p] : rope_tables_) cudaFree(p);
@@ -494,6 +495,26 @@ class CudaBackendImpl final : public CudaBackend {
     TF_CK(cudaStreamSynchronize(stream_));
     std::vector<float> out(static_cast<std::size_t>(a->rows * a->cols));
     std::memcpy(out.data(), stage_, bytes);
+    return out;
+  }
+
+  bool has_argmax_rows() const override { return true; }
+  std::vector<std::int32_t> argmax_rows(const Tensor& x) override {
+    auto a = act(x);
+    if (a->pending) flush();
+    const auto rows = static_cast<std::size_t>(a->rows);
+    if (rows * sizeof(std::int32_t) > argmax_bytes_) {
+      cudaFree(argmax_dev_);
+      argmax_dev_ = nullptr;
+      argmax_bytes_ = align_up(rows * sizeof(std::int32_t), 4096);
+      TF_CK(cudaMalloc(&argmax_dev_, argmax_bytes_));
+    }
+    ensure_stage(rows * sizeof(std::int32_t));
+    cuda::greedy_rows(a->ptr, a->rows, a->cols, static_cast<std::int32_t*>(argmax_dev_), stream_);
+    TF_CK(cudaMemcpyAsync(stage_, argmax_dev_, rows * sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream_));
+    TF_CK(cudaStreamSynchronize(stream_));
+    std::vector<std::int32_t> out(rows);
+    std::memcpy(out.data(), stage_, rows * sizeof(std::int32_t));
     return out;
   }
 
@@ -1350,6 +1371,8 @@ class CudaBackendImpl final : public CudaBackend {
   void* dyn_host_ = nullptr;
   std::size_t dyn_bytes_ = 0;
   void* stage_ = nullptr;
+  void* argmax_dev_ = nullptr;  // argmax_rows' ids on the device
+  std::size_t argmax_bytes_ = 0;
   std::size_t stage_bytes_ = 0;
   void* attn_work_ = nullptr;
   void* attn_counters_ = nullptr;

@@ -120,6 +120,18 @@ class LlamaModel final : public Model {
 
   std::vector<float> forward(SequenceState& state, std::span<const std::int32_t> tokens,
                              std::int64_t logit_rows) override {
+    return backend_.to_host(logits(state, tokens, logit_rows));
+  }
+
+  bool greedy_on_backend() const override { return backend_.has_argmax_rows(); }
+  std::vector<std::int32_t> forward_greedy(SequenceState& state, std::span<const std::int32_t> tokens,
+                                           std::int64_t rows) override {
+    return backend_.argmax_rows(logits(state, tokens, rows));
+  }
+
+ private:
+  // The forward pass: the logits of the last `logit_rows` positions, left on the backend.
+  Tensor logits(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t logit_rows) {
     auto& st = dynamic_cast<LlamaState&>(state);
     const std::int64_t start = st.length();
     Backend& b = backend_;
@@ -136,10 +148,9 @@ class LlamaModel final : public Model {
       x = b.add(x, b.linear(b.swiglu(b.linear(h, l.gate), b.linear(h, l.up)), l.down));
     }
     Tensor last = b.last_rows(x, logit_rows);
-    return b.to_host(b.linear(b.rms_norm(last, final_norm_, cfg_.rms_eps), output_));
+    return b.linear(b.rms_norm(last, final_norm_, cfg_.rms_eps), output_);
   }
 
- private:
   static std::size_t weight_bytes(const DeviceWeight& w) {
     const auto elems = static_cast<std::size_t>(w.rows * w.cols);
     if (!w.quantized()) return elems * 4;

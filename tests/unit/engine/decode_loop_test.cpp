@@ -7,6 +7,7 @@
 #include "engine/drafting/context_copy.h"
 #include "engine/drafting/draft_source.h"
 #include "engine/keyed_noise.h"
+#include "engine/sampler.h"
 #include "families/model.h"
 
 namespace tf {
@@ -52,7 +53,20 @@ class FakeModel final : public Model {
     ++forwards;
     return out;
   }
+  // A backend that finds greedy tokens itself: the host's greedy_token of each row, as the CUDA one is.
+  bool greedy_on_backend() const override { return greedy_ids; }
+  std::vector<std::int32_t> forward_greedy(SequenceState& state, std::span<const std::int32_t> tokens,
+                                           std::int64_t rows) override {
+    const auto logits = forward(state, tokens, rows);
+    std::vector<std::int32_t> out;
+    for (std::int64_t r = 0; r < rows; ++r)
+      out.push_back(greedy_token(std::span<const float>(logits).subspan(static_cast<std::size_t>(r * kVocab), kVocab)));
+    ++greedy_calls;
+    return out;
+  }
   int forwards = 0;
+  bool greedy_ids = false;
+  int greedy_calls = 0;
 
  private:
   ModelInfo info_;
@@ -89,8 +103,10 @@ struct Outcome {
 };
 
 Outcome run_decode(const SamplingParams& sp, int max_drafts, DraftSource* drafter, std::int64_t budget,
-        std::vector<std::int32_t> eos = {}, bool full_windows = false) {
+        std::vector<std::int32_t> eos = {}, bool full_windows = false, bool greedy_ids = false,
+        int* greedy_calls = nullptr) {
   FakeModel model;
+  model.greedy_ids = greedy_ids;
   auto state = model.new_state();
   std::vector<std::int32_t> prompt = {3, 1, 4, 1, 5, 9, 2, 6};
   auto logits = model.forward(*state, prompt, 1);
@@ -108,7 +124,31 @@ Outcome run_decode(const SamplingParams& sp, int max_drafts, DraftSource* drafte
     return true;
   }, [] { return false; }, r.counters);
   r.final_length = state->length();
+  if (greedy_calls != nullptr) *greedy_calls = model.greedy_calls;
   return r;
+}
+
+// Greedy rounds that bring back ids (a backend's argmax) give the tokens of rounds that bring back logits,
+// serial and drafted, and sampled requests never take that path.
+TEST(DecodeLoop, GreedyIdsFromTheBackendEqualHostSampling) {
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  const Outcome host = run_decode(greedy, 0, nullptr, 50);
+  int calls = 0;
+  const Outcome ids = run_decode(greedy, 0, nullptr, 50, {}, false, true, &calls);
+  EXPECT_EQ(ids.tokens, host.tokens);
+  EXPECT_EQ(ids.final_length, host.final_length);
+  EXPECT_GT(calls, 40);
+  for (int error_every : {0, 1, 3}) {
+    OracleDrafter d(host.tokens, 8, error_every);
+    const Outcome drafted = run_decode(greedy, 6, &d, 50, {}, true, true, &calls);
+    EXPECT_EQ(drafted.tokens, host.tokens) << "errors every " << error_every;
+    EXPECT_GT(calls, 0);
+  }
+  SamplingParams warm;
+  warm.temperature = 0.7f;
+  run_decode(warm, 0, nullptr, 10, {}, false, true, &calls);
+  EXPECT_EQ(calls, 0);
 }
 
 TEST(DecodeLoop, DraftedEqualsSerialWithPlantedErrorsAtEveryTemperature) {

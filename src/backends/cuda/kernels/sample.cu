@@ -246,6 +246,12 @@ void gumbel_noise_device(std::uint64_t seed, std::int64_t position, const std::i
   check_launch("gumbel_noise");
 }
 
+void greedy_rows(const float* logits, std::int64_t rows, std::int64_t vocab, std::int32_t* out_dev, cudaStream_t s) {
+  if (rows <= 0) return;
+  greedy_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, s>>>(logits, vocab, out_dev);
+  check_launch("greedy_rows");
+}
+
 void sample_tokens(const float* logits, std::int64_t rows, std::int64_t vocab, const SampleArgs* args,
                    std::int32_t* out_host, cudaStream_t s) {
   if (rows <= 0) return;
