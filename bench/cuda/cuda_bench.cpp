@@ -89,8 +89,9 @@ std::vector<std::int32_t> ids(std::int64_t n, std::int64_t vocab, std::uint64_t 
   return v;
 }
 
-// Decode speed of one stream: prefill `ctx` tokens, then `steps` greedy decode steps (host sampling, as the
-// engine does). Reports wall tokens/s and the share of the bound at the mean context.
+// Decode speed of one stream: prefill `ctx` tokens, then `steps` greedy decode steps (the argmax found on
+// the device, as the engine's greedy rounds do). Reports wall tokens/s and the share of the bound at the
+// mean context.
 void bench_decode(tf::CudaBackend& be, RandomLlama& m, const std::string& tag, std::int64_t ctx, int steps, double bw,
                   bool prefill_2k) {
   const auto& s = m.shape();
@@ -98,12 +99,12 @@ void bench_decode(tf::CudaBackend& be, RandomLlama& m, const std::string& tag, s
   greedy.temperature = 0.0f;
   auto run = [&](int n) {
     auto kv = m.new_cache();
-    auto logits = m.forward(*kv, ids(ctx, s.vocab, 1), 1);
+    const auto logits = m.forward(*kv, ids(ctx, s.vocab, 1), 1);
+    std::int32_t t = tf::sample_token(logits, greedy, 0, kv->length());
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < n; ++i) {
-      const std::int32_t t = tf::sample_token(logits, greedy, 0, kv->length());
       const std::int32_t one[1] = {t};
-      logits = m.forward(*kv, one, 1);
+      t = m.forward_greedy(*kv, one, 1)[0];
     }
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
@@ -175,7 +176,7 @@ void bench_verify(tf::CudaBackend& be, RandomLlama& m, const std::string& tag, s
     std::vector<double> ms;
     for (int r = 0; r < 13; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
-      m.forward(*kv, tokens, k);  // returns host logits: synchronised
+      m.forward_greedy(*kv, tokens, k);  // every row's greedy token, as a greedy verify round: synchronised
       const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       kv->truncate(ctx);
       if (r >= 3) ms.push_back(t);  // the first runs capture graphs
@@ -186,6 +187,20 @@ void bench_verify(tf::CudaBackend& be, RandomLlama& m, const std::string& tag, s
   result(tag + ".decode_1row_ms", one, "ms");
   const auto st0 = be.stats();
   for (int k : {2, 4, 8, 16}) result(tag + ".verify_" + std::to_string(k) + "rows_over_1row", time_rows(k) / one, "x");
+  // The same 8-row window returning every row's logits to the host (a sampled round, host sampling not
+  // counted), for comparison.
+  {
+    const auto tokens = ids(8, s.vocab, 108);
+    std::vector<double> ms;
+    for (int r = 0; r < 13; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      m.forward(*kv, tokens, 8);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      kv->truncate(ctx);
+    }
+    ms.erase(ms.begin(), ms.begin() + 3);
+    result(tag + ".verify_8rows_host_logits_over_1row", median(ms) / one, "x");
+  }
   // Each width is captured once (its first runs); more captures would mean a verify pays for a new graph.
   result(tag + ".verify_graph_captures", static_cast<double>(be.stats().graph_captures - st0.graph_captures), "");
 }
@@ -290,17 +305,23 @@ void bench_matmul(tf::CudaBackend& be, double bw) {
 }
 
 // A few decode steps between cudaProfilerStart/Stop, for `ncu --profile-from-start off` (per-kernel times).
-void bench_profile(const LlamaShape& shape) {
+// Two forwards of `rows` tokens each (all rows' logits returned, as a verify window does) under the profiler.
+void bench_profile(const LlamaShape& shape, int rows = 1, std::int64_t ctx = 64) {
   auto b = tf::make_cuda_backend();
   RandomLlama m(*b, shape, 21);
   auto kv = m.new_cache();
-  m.forward(*kv, ids(64, shape.vocab, 4), 1);
-  const std::int32_t one[1] = {5};
-  m.forward(*kv, one, 1);
-  m.forward(*kv, one, 1);
+  m.forward(*kv, ids(ctx, shape.vocab, 4), 1);
+  const auto window = ids(rows, shape.vocab, 9);
+  for (int i = 0; i < 2; ++i) {
+    m.forward(*kv, window, rows);
+    kv->truncate(ctx);
+  }
   ck(cudaDeviceSynchronize(), "sync");
   ck(cudaProfilerStart(), "profiler start");
-  for (int i = 0; i < 2; ++i) m.forward(*kv, one, 1);
+  for (int i = 0; i < 2; ++i) {
+    m.forward(*kv, window, rows);
+    kv->truncate(ctx);
+  }
   ck(cudaProfilerStop(), "profiler stop");
 }
 
@@ -368,11 +389,12 @@ void bench_model(tf::CudaBackend& be, const std::string& path, double bw) {
   std::vector<double> tps;
   for (int r = 0; r < 4; ++r) {
     auto st = model->new_state();
-    auto logits = model->forward(*st, ids(64, vocab, 3), 1);
+    const auto logits = model->forward(*st, ids(64, vocab, 3), 1);
+    std::int32_t t = tf::sample_token(logits, greedy, 0, st->length());
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < steps; ++i) {
-      const std::int32_t one[1] = {tf::sample_token(logits, greedy, 0, st->length())};
-      logits = model->forward(*st, one, 1);
+      const std::int32_t one[1] = {t};
+      t = model->forward_greedy(*st, one, 1)[0];
     }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r > 0) tps.push_back(steps / s);
@@ -387,11 +409,12 @@ void bench_model(tf::CudaBackend& be, const std::string& path, double bw) {
   be.set_graphs(false);
   {
     auto st = model->new_state();
-    auto logits = model->forward(*st, ids(64, vocab, 3), 1);
+    const auto logits = model->forward(*st, ids(64, vocab, 3), 1);
+    std::int32_t t = tf::sample_token(logits, greedy, 0, st->length());
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < 128; ++i) {
-      const std::int32_t one[1] = {tf::sample_token(logits, greedy, 0, st->length())};
-      logits = model->forward(*st, one, 1);
+      const std::int32_t one[1] = {t};
+      t = model->forward_greedy(*st, one, 1)[0];
     }
     result("smollm2_q4_1.decode_tokens_per_s_no_graphs",
            128 / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), "tok/s");
@@ -421,7 +444,7 @@ int main(int argc, char** argv) {
     else if (a == "--quick") quick = true;
     else {
       std::fprintf(stderr,
-                   "usage: tf_cuda_bench [--section smollm2_shape|llama8b|class27b|verify27b|matmul|model]... [--model PATH] "
+                   "usage: tf_cuda_bench [--section smollm2_shape|llama8b|class27b|verify27b|matmul|model|profile_smollm2|profile_8b|profile_27b_1|profile_27b_8]... [--model PATH] "
                    "[--json FILE] [--quick]\n");
       return 2;
     }
@@ -462,6 +485,8 @@ int main(int argc, char** argv) {
         bench_profile(smollm2_shape());
       } else if (sec == "profile_8b") {
         bench_profile(llama8b_shape());
+      } else if (sec == "profile_27b_1" || sec == "profile_27b_8") {
+        bench_profile(class27b_shape(), sec == "profile_27b_8" ? 8 : 1, 256);
       } else if (sec == "matmul") {
         auto b = tf::make_cuda_backend();
         bench_matmul(*b, bw);

@@ -60,6 +60,14 @@ class RandomLlama {
 
   // Runs tokens at positions kv.length() .., returns the logits of the last logit_rows positions.
   std::vector<float> forward(KvCache& kv, std::span<const std::int32_t> tokens, std::int64_t logit_rows) {
+    return b_.to_host(logits(kv, tokens, logit_rows));
+  }
+  // The same forward, then each of the last `rows` positions' greedy token found on the device (the
+  // engine's greedy rounds: ids, not logits, come back).
+  std::vector<std::int32_t> forward_greedy(KvCache& kv, std::span<const std::int32_t> tokens, std::int64_t rows) {
+    return b_.argmax_rows(logits(kv, tokens, rows));
+  }
+  Tensor logits(KvCache& kv, std::span<const std::int32_t> tokens, std::int64_t logit_rows) {
     const std::int64_t start = kv.length();
     Backend& b = b_;
     Tensor x = b.embed(embed_, tokens);
@@ -75,7 +83,7 @@ class RandomLlama {
       x = b.add(x, b.linear(b.swiglu(b.linear(h, l.gate), b.linear(h, l.up)), l.down));
     }
     Tensor last = b.last_rows(x, logit_rows);
-    return b.to_host(b.linear(b.rms_norm(last, final_norm_, 1e-5f), output_));
+    return b.linear(b.rms_norm(last, final_norm_, 1e-5f), output_);
   }
 
   // Weight bytes one decode step reads: every linear weight once (codes, scales, biases) and one embedding row.

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Prepares .cuda-carry/ (ignored by git) for the device machine, which has no network and lacks the text
 # libraries' headers: builds the CUDA targets and `tensorfold` here (CUDA on, MLX off) into build-cuda/,
-# packs the stripped binaries and the shared libraries the device lacks into bin.tar.xz, fetches the openai
-# SDK wheels, and splits the default model in two (it is larger than one call's 64 MiB), so it travels in
-# two calls of a warm machine:
-#   run 1: carry .cuda-carry/bin_a.tar.xz .cuda-carry/m/part_a   (tests, benchmarks; part_a copied to /tmp)
-#   run 2: carry .cuda-carry/bin_b.tar.xz .cuda-carry/whl .cuda-carry/m/part_b   (joins the parts, checks the
-#          sha256; golden, serve + openai, the default model's benchmark). Issue run 2 at once: the machine
-#          stays warm only 30 s after a call.
+# packs the stripped binaries and the shared libraries the device lacks into bin.tar.xz (one xz -9 archive:
+# the binaries share most of their bytes, the kernels above all, so together they pack to ~13 MB), fetches
+# the openai SDK wheels, and splits the default model in two (it is larger than one call's 64 MiB), so it
+# travels in two calls of a warm machine:
+#   run 1: carry .cuda-carry/bin.tar.xz .cuda-carry/m/part_a   (tests, benchmarks; bin/ and part_a kept in /tmp)
+#   run 2: carry .cuda-carry/whl .cuda-carry/m/part_b   (joins the parts; golden, serve + openai, drafting,
+#          the default model's benchmark). Issue run 2 at once: the machine stays warm only 30 s after a call.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -25,10 +25,7 @@ for l in libutf8proc.so.2 libcpp-httplib.so.0.11 libfmt.so.9 libpcre2-8.so.0 lib
          libbrotlicommon.so.1; do
   cp -L "/lib/x86_64-linux-gnu/$l" $C/bin/lib/
 done
-# Two bundles, so each call stays under 64 MiB with its half of the model: bin_a for the tests and the
-# benchmarks, bin_b for the golden, serve and model-benchmark steps.
-(cd $C && rm -f bin*.tar.xz && tar -cJf bin_a.tar.xz bin/tf_cuda_tests bin/bench &&
-  tar -cJf bin_b.tar.xz bin/tf_cuda_greedy_tool bin/tensorfold bin/bench bin/lib)
+(cd $C && rm -f bin*.tar.xz && tar -cf - bin | xz -9 -T2 >bin.tar.xz)
 if [ -z "$(ls $C/whl 2>/dev/null)" ]; then
   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d $C/whl \
@@ -39,4 +36,4 @@ if [ -f "$MODEL" ]; then
   head -c 50000000 "$MODEL" >$C/m/part_a
   tail -c +50000001 "$MODEL" >$C/m/part_b
 fi
-du -sh $C/bin_a.tar.xz $C/bin_b.tar.xz $C/whl $C/m/* 2>/dev/null
+du -sh $C/bin.tar.xz $C/whl $C/m/* 2>/dev/null
