@@ -925,7 +925,7 @@ class CudaBackendImpl final : public CudaBackend {
         // unfused vs 187 fused, the 27B's 8-row verify 1.05x vs 1.34x a step; SmolLM2's one row 1,013 vs
         // 919 tok/s fused). Fused and standalone norms give the same bits (norm_part_sum's order).
         const auto& nout = *ops[static_cast<std::size_t>(ni)].out;
-        ok = ok && (ops[static_cast<std::size_t>(gs.ops.front())].w.tiled || nout.cols <= cuda::kMaxFusedNormCols);
+        ok = ok && cuda::decode_linear_takes_norm(ops[static_cast<std::size_t>(gs.ops.front())].w);
         ok = ok && nout.rows * nout.cols <= fuse_norm_max_;
         if (ns.type == Step::AddNorm) {  // the residual sum moves to step sg: nobody may read it before
           for (int r : readers[static_cast<std::size_t>(ns.ops[1])])

@@ -35,7 +35,10 @@ std::vector<LinCase> linear_cases() {
       for (ElemType t : {ElemType::F32, ElemType::F16, ElemType::BF16}) v.push_back({bits, g, t, 300, 1024});
   v.push_back({4, 32, ElemType::F16, 1536, 576});  // SmolLM2 Q4_1 shapes
   v.push_back({8, 32, ElemType::F16, 576, 1536});
-  v.push_back({4, 64, ElemType::BF16, 200, 14336});  // 8B down projection's K
+  v.push_back({4, 64, ElemType::BF16, 200, 14336});  // 8B down projection's K (integer tensor cores)
+  v.push_back({4, 64, ElemType::F32, 100, 5120});     // 27B-class K, f32 scales (integer tensor cores)
+  v.push_back({4, 32, ElemType::F16, 200, 4096});     // groups of 32 (integer tensor cores)
+  v.push_back({4, 64, ElemType::BF16, 16400, 4096});  // 1,025 tiles: eight tiles a block (integer tensor cores)
   for (ElemType t : {ElemType::F32, ElemType::F16, ElemType::BF16}) v.push_back({0, 0, t, 300, 1024});
   return v;
 }
@@ -66,7 +69,7 @@ TEST(CudaKernels, DecodeLinearMatchesFloat64) {
 
 TEST(CudaKernels, DecodeLinearSegmentsAndSwiglu) {
   TF_NEED_GPU();
-  const std::int64_t k = 576;
+  for (const std::int64_t k : {576, 4096}) {  // bf16 and integer tensor cores
   const HostW q = make_weight(576, k, 4, 32, ElemType::F16), kk = make_weight(192, k, 4, 32, ElemType::F16),
               v = make_weight(192, k, 4, 32, ElemType::F16);
   DevW dq(q), dk(kk), dv(v);
@@ -112,6 +115,7 @@ TEST(CudaKernels, DecodeLinearSegmentsAndSwiglu) {
     for (std::size_t i = 0; i < rs.size(); ++i) rs[i] = rg[i] / (1.0 + std::exp(-rg[i])) * ru[i];
     EXPECT_LT(rel_err(yg.download(), rg), kTiledTol);
     EXPECT_LT(rel_err(ys.download(), rs), kTiledTol);
+  }
   }
 }
 
@@ -533,7 +537,7 @@ TEST(CudaKernels, FusedNormEqualsStandaloneNormBitwise) {
       args.norm_b = db.p;
       args.norm_sum = sum.p;
       args.norm_eps = 1e-5f;
-      const bool fusable = dw.view.tiled || c.k <= kMaxFusedNormCols;
+      const bool fusable = decode_linear_takes_norm(dw.view);
       if (!fusable) continue;
       decode_linear(args, nullptr);
       rms_norm(da.p, db.p, sum2.p, h.p, dnw.p, rows, c.k, 1e-5f, nullptr);

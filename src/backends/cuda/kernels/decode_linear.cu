@@ -11,6 +11,7 @@
 // rows) only decides how many rows share the weight loads. Row r's arithmetic is the same in every tile.
 #include "backends/cuda/kernels/common.cuh"
 #include "backends/cuda/kernels/decode_linear_tiled.cuh"
+#include "backends/cuda/kernels/decode_linear_tiled_parts.cuh"
 #include "backends/cuda/kernels/tiled_layout.h"
 
 namespace tf::cuda {
@@ -339,6 +340,10 @@ bool decode_linear_supported(const WeightView& w) {
 }
 
 int decode_linear_threads(const WeightView&) { return 32; }
+
+bool decode_linear_takes_norm(const WeightView& w) {
+  return w.tiled ? !tiled::imma_eligible(w) : w.cols <= kMaxFusedNormCols;
+}
 
 void decode_linear(const DecodeLinearArgs& a, cudaStream_t s) {
   if (a.rows < 1 || a.rows > kMaxDecodeRows) throw std::invalid_argument("decode_linear: 1..16 rows");

@@ -23,30 +23,12 @@
 // - The fused RMSNorm computes each activation row's inverse RMS once per block, its sum of squares in the
 //   order of norm_part_sum (common.cuh), shared with the standalone norm kernel: every block, every call and
 //   the unfused path form the same normed x.
-#include <cstdlib>
-
-#include "backends/cuda/kernels/common.cuh"
 #include "backends/cuda/kernels/decode_linear_tiled.cuh"
-#include "backends/cuda/kernels/tiled_layout.h"
+#include "backends/cuda/kernels/decode_linear_tiled_parts.cuh"
 
 namespace tf::cuda {
 namespace {
-
-constexpr int kMaxWarps = 16;
-
-struct TiledArgs {
-  DecodeLinearArgs a;
-  std::int64_t cols = 0;
-  std::int64_t pairs = 0;     // 16-byte lane loads per tile along K (two units each)
-  int units_per_group = 1;    // 4-bit: group / 32; 8-bit: group / 16 (1, 2, 4 or 8)
-  int group_shift = 0;        // log2(units_per_group): group indices by shifts, never 64-bit division
-  int pairs_per_atom = 1;     // an atom: whole groups and whole pairs (the unit of the K split)
-  std::int64_t atoms = 0;
-  int warps = 1;              // W: the K split, from the shape only
-  std::int64_t groups_per_row = 0;
-  std::int64_t seg_tiles[3] = {0, 0, 0};
-  std::int64_t tiles = 0;     // tiles the grid covers (the gate's tiles with the swiglu epilogue)
-};
+using namespace tiled;
 
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
   asm volatile(
@@ -86,42 +68,6 @@ __device__ __forceinline__ void split_pair(float x0, float x1, unsigned& hi, uns
   lo = *reinterpret_cast<const unsigned*>(&l);
 }
 
-// A scale and a bias, kept as loaded (two 16-bit values in one register, or two floats).
-template <ElemType SE>
-struct ScaleBias {
-  unsigned v;
-  __device__ __forceinline__ void load(const unsigned char* s, const unsigned char* b) {
-    v = static_cast<unsigned>(__ldg(reinterpret_cast<const unsigned short*>(s))) |
-        (static_cast<unsigned>(__ldg(reinterpret_cast<const unsigned short*>(b))) << 16);
-  }
-  __device__ __forceinline__ float scale() const {
-    if constexpr (SE == ElemType::BF16) return __uint_as_float(v << 16);
-    else return __half2float(__ushort_as_half(static_cast<unsigned short>(v & 0xFFFFu)));
-  }
-  __device__ __forceinline__ float bias() const {
-    if constexpr (SE == ElemType::BF16) return __uint_as_float(v & 0xFFFF0000u);
-    else return __half2float(__ushort_as_half(static_cast<unsigned short>(v >> 16)));
-  }
-};
-template <>
-struct ScaleBias<ElemType::F32> {
-  float s, b;
-  __device__ __forceinline__ void load(const unsigned char* sp, const unsigned char* bp) {
-    s = __ldg(reinterpret_cast<const float*>(sp));
-    b = __ldg(reinterpret_cast<const float*>(bp));
-  }
-  __device__ __forceinline__ float scale() const { return s; }
-  __device__ __forceinline__ float bias() const { return b; }
-};
-
-struct OutRef {
-  float* out;
-  std::int64_t out_stride;
-  std::int64_t first_row;
-  std::int64_t rows;
-  bool valid;
-};
-
 // Block shape: W warps split K (W from the weight's shape only); T weight tiles per block (any choice: it
 // only decides how many tiles share each x load); NT 8-row column tiles of activation rows (1: up to 8 rows).
 // At most 128 registers a thread, so a 512-thread block (W = 16) or two 256-thread blocks fit an SM.
@@ -136,50 +82,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32) decode_linear_tiled_kernel(Til
   constexpr int kPairK = 2 * kUnitK;
   constexpr int kSlots = T * NT * 4;
 
-  // This block's tiles: T consecutive tiles of the segments laid end to end, or T/2 gate tiles and the up
-  // tiles of the same rows (swiglu). Per tile, the lane keeps a pointer to its codes and to the scale and
-  // bias of its row r at group 0 (row r + 8's are 8 rows on); where results go lives in shared memory.
   __shared__ OutRef outs[T];
-  const uint4* codes[T];
-  const unsigned char* sptr[T];
-  const unsigned char* bptr[T];
-  int d8[T];  // bytes from row r's scales to row r + 8's
+  TileRefs<T> tr;
+  setup_tiles<T, SE>(ta, lane, tr, outs);
   constexpr int kSB = SE == ElemType::F32 ? 4 : 2;
-#pragma unroll
-  for (int t = 0; t < T; ++t) {
-    int seg;
-    std::int64_t lt;
-    if (swiglu) {
-      seg = t < T / 2 ? 0 : 1;
-      lt = static_cast<std::int64_t>(blockIdx.x) * (T / 2) + (t % (T / 2));
-    } else {
-      lt = static_cast<std::int64_t>(blockIdx.x) * T + t;
-      seg = 0;
-      if (a.segments > 1 && lt >= ta.seg_tiles[0]) {
-        lt -= ta.seg_tiles[0];
-        seg = 1;
-        if (a.segments > 2 && lt >= ta.seg_tiles[1]) {
-          lt -= ta.seg_tiles[1];
-          seg = 2;
-        }
-      }
-    }
-    // Field by field with selects: a run-time index into the parameter struct would copy it to local memory.
-#define TF_PICK(field) (seg == 0 ? a.seg[0].field : seg == 1 ? a.seg[1].field : a.seg[2].field)
-    const std::int64_t seg_tiles = seg == 0 ? ta.seg_tiles[0] : seg == 1 ? ta.seg_tiles[1] : ta.seg_tiles[2];
-    const bool valid = lt < seg_tiles;
-    const std::int64_t safe = valid ? lt : 0;
-    const std::int64_t rows = TF_PICK(w.rows);
-    codes[t] = static_cast<const uint4*>(TF_PICK(w.data)) + safe * ta.pairs * 32 + lane;
-    // Scale rows r and r + 8 of the tile; padding rows (past the weight) read the last real row.
-    const std::int64_t n0 = safe * kTileRows + r, n1 = n0 + 8;
-    const std::int64_t c0 = n0 < rows ? n0 : rows - 1, c1 = n1 < rows ? n1 : rows - 1;
-    sptr[t] = static_cast<const unsigned char*>(TF_PICK(w.scales)) + c0 * ta.groups_per_row * kSB;
-    bptr[t] = static_cast<const unsigned char*>(TF_PICK(w.biases)) + c0 * ta.groups_per_row * kSB;
-    d8[t] = static_cast<int>((c1 - c0) * ta.groups_per_row * kSB);
-    if (threadIdx.x == t) outs[t] = {TF_PICK(out), TF_PICK(out_stride), safe * kTileRows, rows, valid};
-#undef TF_PICK
-  }
 
   // This warp's K range, in pairs: whole atoms [warp * atoms / W, (warp + 1) * atoms / W).
   const std::int64_t p_begin = (static_cast<std::int64_t>(warp) * ta.atoms / W) * ta.pairs_per_atom;
@@ -194,21 +100,21 @@ __global__ void __launch_bounds__(kMaxWarps * 32) decode_linear_tiled_kernel(Til
   ScaleBias<SE> sb[T][2][2];  // [tile][group ending at unit 0 / 1 of the pair][row r / r + 8]
   auto fetch_tile = [&](int t, std::int64_t p) {
     if (p >= p_end) return;
-    wq[t] = ldg_stream(codes[t] + p * 32);
+    wq[t] = ldg_stream(tr.codes[t] + p * 32);
 #pragma unroll
     for (int sub = 0; sub < 2; ++sub) {
       const std::int64_t u = 2 * p + sub;
       if (((u + 1) & group_mask) != 0) continue;
       const std::int64_t off = (u >> group_shift) * kSB;
-      sb[t][sub][0].load(sptr[t] + off, bptr[t] + off);
-      sb[t][sub][1].load(sptr[t] + off + d8[t], bptr[t] + off + d8[t]);
+      sb[t][sub][0].load(tr.sptr[t] + off, tr.bptr[t] + off);
+      sb[t][sub][1].load(tr.sptr[t] + off + tr.d8[t], tr.bptr[t] + off + tr.d8[t]);
     }
   };
   constexpr int kAhead = 6;
   auto prefetch_w = [&](std::int64_t p) {
     if (p >= p_end || (lane & 7) != 0) return;
 #pragma unroll
-    for (int t = 0; t < T; ++t) asm volatile("prefetch.global.L2 [%0];" ::"l"(codes[t] + p * 32));
+    for (int t = 0; t < T; ++t) asm volatile("prefetch.global.L2 [%0];" ::"l"(tr.codes[t] + p * 32));
   };
   // x (and the norm's inputs) for pair p, pulled into L1 ahead of use. Only after pdl_wait (x is the
   // previous kernel's output). A line is 128 bytes: one unit of a row for 4 bits, one pair for 8 bits.
@@ -465,17 +371,6 @@ void launch_tiled(const TiledArgs& ta, cudaStream_t s) {
 // A/B knobs for measurements (docs/benchmarks.md), read once: TF_CUDA_TILED_WARPS caps the K split (a
 // process-wide constant, so every call still adds a row's sum in one order); TF_CUDA_TILED_T=2 or 4 forces
 // the tiles per block.
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != 0 ? std::atoi(v) : fallback;
-}
-int tiled_max_warps() {
-  static const int w = [] {
-    const int v = env_int("TF_CUDA_TILED_WARPS", kMaxWarps);
-    return v < 1 ? 1 : v > kMaxWarps ? kMaxWarps : v;
-  }();
-  return w;
-}
 int tiled_forced_t() {
   static const int t = env_int("TF_CUDA_TILED_T", 0);
   return t;
@@ -522,6 +417,10 @@ void decode_linear_tiled(const DecodeLinearArgs& a, cudaStream_t s) {
   const int max_warps = tiled_max_warps();
   ta.warps = static_cast<int>(ta.atoms < max_warps ? ta.atoms : max_warps);
   ta.groups_per_row = w.cols / w.group;
+  if (imma_eligible(w)) {
+    if (a.norm_w != nullptr) throw std::invalid_argument("decode_linear: no fused norm for this weight (decode_linear_takes_norm)");
+    return decode_linear_imma(ta, s);
+  }
   if (w.bits == 4) launch_scale_type<4>(ta, s);
   else launch_scale_type<8>(ta, s);
 }

@@ -63,9 +63,13 @@ struct DecodeLinearArgs {
   float norm_eps = 0.0f;
 };
 // The widest input for which decode_linear fuses an RMSNorm into an untiled weight (every warp re-reads its
-// rows of x); tiled weights fuse it at any width (once per block).
+// rows of x); tiled weights on the bf16 tensor-core kernel fuse it at any width (once per block).
 constexpr std::int64_t kMaxFusedNormCols = 2048;
 bool decode_linear_supported(const WeightView& w);
+// Whether decode_linear can compute an RMSNorm of x in its prologue for this weight: tiled weights on the
+// bf16 tensor-core kernel, untiled ones up to kMaxFusedNormCols; never the integer tensor-core kernel
+// (tiled 4-bit, groups of 32/64, K > kMaxFusedNormCols), whose x terms are made per warp.
+bool decode_linear_takes_norm(const WeightView& w);
 void decode_linear(const DecodeLinearArgs& a, cudaStream_t s);
 // The number of threads that share one weight row in decode_linear (a function of the weight shape only).
 int decode_linear_threads(const WeightView& w);

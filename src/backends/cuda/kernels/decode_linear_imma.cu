@@ -1,0 +1,381 @@
+// The decode matmul on integer tensor cores, for tiled affine 4-bit weights in groups of 32 or 64 and
+// K > kMaxFusedNormCols (the 8B- and 27B-class shapes): y[r, n] = sum_k x[r, k] * (s[n, g] q[n, k] + b[n, g]).
+//
+// Why: the bf16 kernel (decode_linear_tiled.cu) spends most of its issue slots turning codes into bf16 and x
+// into hi/lo bf16 pairs, once per block. Here the codes go into mma.m16n8k32 as bytes (two LOP3s per word
+// of eight codes) and x is split into three int8 terms once per warp and pair, shared by every tile of the
+// block.
+//
+// Exactness and row invariance:
+// - x is cut per group and activation row: e = the exponent with max|x| < 2^e over the group, and
+//   x = 2^(e-20) (q0 2^14 + q1 2^7 + q2) + err, each q in [-64, 64] (every step exact in float32 but the
+//   three roundings to nearest), |err| <= 2^(e-21): 20 bits below the group's largest value.
+// - The three terms are three 8-column tiles of B (term-major: column = activation row). Each term's
+//   products with the codes add up exactly in int32 (the mma), and so does D = D0 2^14 + D1 2^7 + D2 (at
+//   most 64 * 15 * 64 * 2^14 < 2^31): a group's sum of code * quantized x is an exact integer, whatever the
+//   order. Then, in float32: acc = (s * 2^(e-20)) * D + (b * (2^(e-20) * the quantized sum of x) + acc)
+//   (that sum an exact integer too).
+// - x is prepared by the whole warp row by row (1-2 rows) or a lane per row (more rows): both give the
+//   same bytes and sums. The K split (W warps over contiguous whole groups) is a function of K alone, the
+//   warps' sums are added in warp order, and the number of activation rows only decides how many 8-row
+//   blocks of B there are: nothing about a row's arithmetic depends on the other rows.
+#include <algorithm>
+
+#include "backends/cuda/kernels/decode_linear_tiled_parts.cuh"
+
+namespace tf::cuda::tiled {
+namespace {
+
+__device__ __forceinline__ void mma_u8s8(int (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Adding 1.5 * 2^23 to |v| <= 2^22 rounds it to the nearest integer (ties to even) and leaves that integer
+// in the low mantissa bits: the low byte is its two's-complement int8.
+constexpr float kRound = 12582912.0f;
+
+// The three int8 terms of x * 2^(6-e) (|.| < 64; `up` = 2^(6-e), up128 = 2^(13-e)) in bytes 0..2 of the
+// result. Every step but the three roundings to nearest is exact: x * up is a power-of-two scaling, and
+// each residual (x * up - q0, then (that) * 128 - q1) is a multiple of the value's ulp below 1/2 in size.
+__device__ __forceinline__ unsigned three_terms(float x, float up, float up128) {
+  const float r0 = __fmaf_rn(x, up, kRound);
+  const float f1 = __fmaf_rn(x, up128, __fmul_rn(__fsub_rn(r0, kRound), -128.0f));
+  const float r1 = __fadd_rn(f1, kRound);
+  const float f2 = __fmaf_rn(f1, 128.0f, __fmul_rn(__fsub_rn(r1, kRound), -128.0f));
+  const float r2 = __fadd_rn(f2, kRound);
+  return __byte_perm(__byte_perm(__float_as_uint(r0), __float_as_uint(r1), 0x0040), __float_as_uint(r2), 0x0410);
+}
+
+// q0 2^14 + q1 2^7 + q2 summed over the bytes of three term words (signed, exact: order-free).
+__device__ __forceinline__ int term_sum(unsigned t0, unsigned t1, unsigned t2) {
+  return __dp4a(static_cast<int>(t0), 0x01010101, 0) * 16384 + __dp4a(static_cast<int>(t1), 0x01010101, 0) * 128 +
+         __dp4a(static_cast<int>(t2), 0x01010101, 0);
+}
+
+// e with max|x| < 2^e (m's exponent + 1), kept where 2^(6-e) and 2^(e-20) are normal floats; returns
+// 2^(6-e) and sets deq = 2^(e-20) (0 for an all-zero group).
+__device__ __forceinline__ float group_scale(float m, float& deq) {
+  int e = static_cast<int>((__float_as_uint(m) >> 23) & 0xFF) - 126;
+  e = e < -100 ? -100 : e;
+  deq = m == 0.0f ? 0.0f : __uint_as_float(static_cast<unsigned>(127 + e - 20) << 23);
+  return __uint_as_float(static_cast<unsigned>(127 + 6 - e) << 23);
+}
+
+// Per warp: the pair's x terms as B fragments, [unit][term][row][32 slots] bytes, and per (group of the
+// pair, row) the step 2^(e-20) and 2^(e-20) * the sum of the quantized x.
+struct WarpX {
+  unsigned char q[2][3][kMaxDecodeRows][32];
+  float2 ex[2][kMaxDecodeRows];
+};
+
+// The mma's k slots: word j of a unit (codes 8j .. 8j + 7) gives its even codes to slots 4j .. 4j + 3
+// (w & 0x0F0F0F0F) and its odd ones to 16 + 4j .. ((w >> 4) & 0x0F0F0F0F): slot s holds logical k =
+// 8 ((s & 15) >> 2) + 2 (s & 3) + (s >> 4), and B is written in that order.
+
+template <ElemType SE, int RB, int T, bool G64>
+__global__ void __launch_bounds__(kMaxWarps * 32) decode_linear_imma_kernel(TiledArgs ta) {
+  const DecodeLinearArgs& a = ta.a;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int c = lane & 3;
+  const bool swiglu = a.swiglu_out != nullptr;
+  const int W = ta.warps;
+  constexpr int kSlots = T * RB * 4;
+
+  extern __shared__ __align__(16) unsigned char smem[];
+  // The per-warp x terms during the loop, the warps' partial sums after it (the same bytes).
+  WarpX& wx = reinterpret_cast<WarpX*>(smem)[warp];
+  float(*red)[kSlots][32] = reinterpret_cast<float(*)[kSlots][32]>(smem);
+
+  __shared__ OutRef outs[T];
+  TileRefs<T> tr;
+  setup_tiles<T, SE>(ta, lane, tr, outs);
+  constexpr int kSB = SE == ElemType::F32 ? 4 : 2;
+
+  // This warp's K range in pairs (64 k): whole atoms [warp * atoms / W, (warp + 1) * atoms / W).
+  const std::int64_t p_begin = (static_cast<std::int64_t>(warp) * ta.atoms / W) * ta.pairs_per_atom;
+  const std::int64_t p_end = ((static_cast<std::int64_t>(warp) + 1) * ta.atoms / W) * ta.pairs_per_atom;
+
+  uint4 wq[T];
+  ScaleBias<SE> sb[T][2][2];  // [tile][group of the pair][row r / r + 8]
+  auto fetch_tile = [&](int t, std::int64_t p) {
+    if (p >= p_end) return;
+    wq[t] = ldg_stream(tr.codes[t] + p * 32);
+#pragma unroll
+    for (int g = 0; g < (G64 ? 1 : 2); ++g) {
+      const std::int64_t off = (G64 ? p : 2 * p + g) * kSB;
+      sb[t][g][0].load(tr.sptr[t] + off, tr.bptr[t] + off);
+      sb[t][g][1].load(tr.sptr[t] + off + tr.d8[t], tr.bptr[t] + off + tr.d8[t]);
+    }
+  };
+  constexpr int kAhead = 6;
+  auto prefetch_w = [&](std::int64_t p) {
+    if (p >= p_end || (lane & 7) != 0) return;
+#pragma unroll
+    for (int t = 0; t < T; ++t) asm volatile("prefetch.global.L2 [%0];" ::"l"(tr.codes[t] + p * 32));
+  };
+  pdl_launch();
+#pragma unroll
+  for (int t = 0; t < T; ++t) fetch_tile(t, p_begin);
+#pragma unroll
+  for (int s = 1; s < kAhead; ++s) prefetch_w(p_begin + s);
+  pdl_wait();
+
+  // Lane L prepares slots 2L and 2L + 1 of the pair's 64 (unit L / 16): logical k0 and k0 + 2 of the pair.
+  const int unit_l = lane >> 4, ss = (lane & 15) << 1;
+  const int kk0 = unit_l * 32 + (((ss >> 2) & 3) << 3) + ((ss & 3) << 1) + (ss >> 4);
+  const int first_off = G64 ? 16 : 8;  // butterfly span: the whole pair (g64) or the lane's unit (g32)
+
+  float acc[T][RB][4];
+#pragma unroll
+  for (int t = 0; t < T; ++t)
+#pragma unroll
+    for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[t][rb][i] = 0.0f;
+
+  for (std::int64_t p = p_begin; p < p_end; ++p) {
+    // 1. x's terms for this pair, every activation row, and per group and row 2^(e-20) and the sum of the
+    //    quantized x (an exact integer, so both ways of preparing give the same bits).
+    __syncwarp();
+    if (a.rows <= 2) {
+      // Few rows: the whole warp on one row at a time, two values a lane.
+      for (int row = 0; row < a.rows; ++row) {
+        const float* xr = a.x + static_cast<std::int64_t>(row) * a.x_stride + p * 64 + kk0;
+        const float x0 = __ldg(xr), x1 = __ldg(xr + 2);
+        float m = fmaxf(fabsf(x0), fabsf(x1));
+#pragma unroll
+        for (int o = first_off; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        float deq;
+        const float up = group_scale(m, deq), up128 = __fmul_rn(up, 128.0f);
+        const unsigned q0 = three_terms(x0, up, up128), q1 = three_terms(x1, up, up128);
+        unsigned two[3];
+#pragma unroll
+        for (int term = 0; term < 3; ++term) {
+          two[term] = __byte_perm(q0, q1, 0x0040 + term * 0x0011) & 0xFFFFu;  // term of x0, term of x1
+          *reinterpret_cast<unsigned short*>(&wx.q[unit_l][term][row][ss]) = static_cast<unsigned short>(two[term]);
+        }
+        int sq = term_sum(two[0], two[1], two[2]);
+#pragma unroll
+        for (int o = first_off; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+        if ((lane & 15) == 0 && (unit_l == 0 || !G64))
+          wx.ex[unit_l][row] = make_float2(deq, __fmul_rn(deq, __int2float_rn(sq)));
+      }
+    } else {
+      // Many rows: lane (r, j) takes row r (+ 8 on the second pass), values 8j .. 8j + 7 of both units,
+      // and writes them straight into B's slots 4j.. (even k) and 16 + 4j.. (odd k).
+      const int rq = lane >> 2, jq = lane & 3;
+      for (int base = 0; base < a.rows; base += 8) {
+        const int row = base + rq;
+        const bool valid = row < a.rows;
+        float x[2][8];
+        const float* xr = a.x + static_cast<std::int64_t>(valid ? row : 0) * a.x_stride + p * 64 + 8 * jq;
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          const float4 lo = __ldg(reinterpret_cast<const float4*>(xr + 32 * u));
+          const float4 hi = __ldg(reinterpret_cast<const float4*>(xr + 32 * u + 4));
+          x[u][0] = lo.x, x[u][1] = lo.y, x[u][2] = lo.z, x[u][3] = lo.w;
+          x[u][4] = hi.x, x[u][5] = hi.y, x[u][6] = hi.z, x[u][7] = hi.w;
+        }
+        float mu[2];
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          float m = fabsf(x[u][0]);
+#pragma unroll
+          for (int i = 1; i < 8; ++i) m = fmaxf(m, fabsf(x[u][i]));
+          m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+          mu[u] = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+        }
+        if (G64) mu[0] = mu[1] = fmaxf(mu[0], mu[1]);
+        int sq[2];
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          float deq;
+          const float up = group_scale(mu[u], deq), up128 = __fmul_rn(up, 128.0f);
+          unsigned tt[8];
+#pragma unroll
+          for (int i = 0; i < 8; ++i) tt[i] = three_terms(x[u][i], up, up128);
+          unsigned words[3][2];
+#pragma unroll
+          for (int term = 0; term < 3; ++term) {
+            const unsigned sel = static_cast<unsigned>(term | ((4 + term) << 4));
+            words[term][0] = __byte_perm(__byte_perm(tt[0], tt[2], sel), __byte_perm(tt[4], tt[6], sel), 0x5410);
+            words[term][1] = __byte_perm(__byte_perm(tt[1], tt[3], sel), __byte_perm(tt[5], tt[7], sel), 0x5410);
+            if (valid) {
+              *reinterpret_cast<unsigned*>(&wx.q[u][term][row][4 * jq]) = words[term][0];
+              *reinterpret_cast<unsigned*>(&wx.q[u][term][row][16 + 4 * jq]) = words[term][1];
+            }
+          }
+          sq[u] = term_sum(words[0][0], words[1][0], words[2][0]) + term_sum(words[0][1], words[1][1], words[2][1]);
+          if (!G64 || u == 1) {
+            float d2;
+            group_scale(mu[u], d2);
+            int t = G64 ? sq[0] + sq[1] : sq[u];
+            t += __shfl_xor_sync(0xffffffffu, t, 1);
+            t += __shfl_xor_sync(0xffffffffu, t, 2);
+            if (valid && jq == 0) wx.ex[G64 ? 0 : u][row] = make_float2(d2, __fmul_rn(d2, __int2float_rn(t)));
+          }
+        }
+      }
+    }
+    __syncwarp();
+    // 2. B fragments (slots 4c.. and 16 + 4c.. of row rb * 8 + lane / 4, each term) and, per group, the
+    //    step and quantized sum of this lane's two C columns (rows rb * 8 + 2c, + 1); zero past the rows.
+    unsigned bf[RB][3][2][2];
+    float2 ex[RB][2][2];  // [rb][group][column]
+#pragma unroll
+    for (int rb = 0; rb < RB; ++rb) {
+      const int brow = rb * 8 + (lane >> 2);
+#pragma unroll
+      for (int term = 0; term < 3; ++term)
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          bf[rb][term][u][0] = *reinterpret_cast<const unsigned*>(&wx.q[u][term][brow][4 * c]);
+          bf[rb][term][u][1] = *reinterpret_cast<const unsigned*>(&wx.q[u][term][brow][16 + 4 * c]);
+        }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = rb * 8 + 2 * c + h;
+#pragma unroll
+        for (int g = 0; g < (G64 ? 1 : 2); ++g) ex[rb][g][h] = row < a.rows ? wx.ex[g][row] : make_float2(0.0f, 0.0f);
+      }
+    }
+    prefetch_w(p + kAhead);
+    // 3. Tiles: codes to bytes, one mma chain per group and term, then D = D0 2^14 + D1 2^7 + D2 (exact)
+    //    and acc += s * (D * step) + b * (quantized sum).
+#pragma unroll
+    for (int t = 0; t < T; ++t) {
+      int d[RB][3][4];
+#pragma unroll
+      for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+        for (int term = 0; term < 3; ++term)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) d[rb][term][i] = 0;
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const unsigned w0 = u == 0 ? wq[t].x : wq[t].z;  // row r
+        const unsigned w1 = u == 0 ? wq[t].y : wq[t].w;  // row r + 8
+        const unsigned af[4] = {w0 & 0x0F0F0F0Fu, w1 & 0x0F0F0F0Fu, (w0 >> 4) & 0x0F0F0F0Fu, (w1 >> 4) & 0x0F0F0F0Fu};
+#pragma unroll
+        for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+          for (int term = 0; term < 3; ++term) mma_u8s8(d[rb][term], af, bf[rb][term][u][0], bf[rb][term][u][1]);
+        if (G64 && u == 0) continue;  // a group of 64 ends with the pair
+        const int g = G64 ? 0 : u;
+        const ScaleBias<SE>& s0 = sb[t][g][0];
+        const ScaleBias<SE>& s1 = sb[t][g][1];
+#pragma unroll
+        for (int rb = 0; rb < RB; ++rb) {
+          float* ac = acc[t][rb];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            // Unsigned wrap-around keeps rows past the call's (zero step) well defined; real rows never wrap.
+            const int whole = static_cast<int>(static_cast<unsigned>(d[rb][0][i]) * 16384u +
+                                               static_cast<unsigned>(d[rb][1][i]) * 128u + static_cast<unsigned>(d[rb][2][i]));
+            const float2 e = ex[rb][g][i & 1];
+            const ScaleBias<SE>& sbi = i < 2 ? s0 : s1;
+            ac[i] = __fmaf_rn(__fmul_rn(sbi.scale(), e.x), __int2float_rn(whole), __fmaf_rn(sbi.bias(), e.y, ac[i]));
+            d[rb][0][i] = d[rb][1][i] = d[rb][2][i] = 0;
+          }
+        }
+      }
+      fetch_tile(t, p + 1);
+    }
+  }
+
+  // The warps' partial sums, added in warp order; then each output adds its three term columns in order.
+  __syncthreads();  // every warp is done with its x terms (the same bytes)
+#pragma unroll
+  for (int t = 0; t < T; ++t)
+#pragma unroll
+    for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) red[warp][(t * RB + rb) * 4 + i][lane] = acc[t][rb][i];
+  __syncthreads();
+  // Weight row rr of tile t, activation row `row`: register (rr / 8) * 2 + row % 2 of lane 4 (rr % 8) +
+  // (row % 8) / 2, column block row / 8.
+  auto value = [&](int t, int rr, int row) {
+    const int slot = (t * RB + (row >> 3)) * 4 + (rr >> 3) * 2 + (row & 1);
+    const int ln = ((rr & 7) << 2) | ((row & 7) >> 1);
+    float v = red[0][slot][ln];
+    for (int w = 1; w < W; ++w) v = __fadd_rn(v, red[w][slot][ln]);
+    return v;
+  };
+  const int tiles_out = swiglu ? T / 2 : T;
+  const int n_out = tiles_out * kTileRows * a.rows;
+  for (int e = threadIdx.x; e < n_out; e += blockDim.x) {
+    const int t = e / (kTileRows * a.rows), rem = e - t * kTileRows * a.rows;
+    const int rr = rem / a.rows, row = rem - rr * a.rows;
+    const OutRef& o = outs[t];
+    const std::int64_t n = o.first_row + rr;
+    if (!o.valid || n >= o.rows) continue;
+    const float g = value(t, rr, row);
+    if (!swiglu) {
+      if (o.out != nullptr) o.out[row * o.out_stride + n] = g;
+    } else {
+      const OutRef& ou = outs[t + T / 2];
+      const float up = value(t + T / 2, rr, row);
+      if (o.out != nullptr) o.out[row * o.out_stride + n] = g;
+      if (ou.out != nullptr) ou.out[row * ou.out_stride + n] = up;
+      const float silu = __fdiv_rn(g, __fadd_rn(1.0f, expf(-g)));
+      a.swiglu_out[row * a.swiglu_stride + n] = __fmul_rn(silu, up);
+    }
+  }
+}
+
+template <ElemType SE, int RB, int T, bool G64>
+void launch(const TiledArgs& ta, cudaStream_t s) {
+  constexpr int kSlots = T * RB * 4;
+  const std::size_t red = static_cast<std::size_t>(ta.warps) * kSlots * 32 * sizeof(float);
+  const std::size_t xq = static_cast<std::size_t>(ta.warps) * sizeof(WarpX);
+  const std::size_t smem = red > xq ? red : xq;
+  static const bool attr = [] {
+    const std::size_t most = std::max<std::size_t>(kMaxWarps * sizeof(WarpX), kMaxWarps * kSlots * 32 * sizeof(float));
+    return cudaFuncSetAttribute(decode_linear_imma_kernel<SE, RB, T, G64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(most)) == cudaSuccess;
+  }();
+  if (!attr) throw std::runtime_error("decode_linear_imma: cannot raise the shared memory limit");
+  const auto blocks = static_cast<unsigned int>(ceil_div(ta.tiles, ta.a.swiglu_out != nullptr ? T / 2 : T));
+  launch_pdl(decode_linear_imma_kernel<SE, RB, T, G64>, dim3(blocks), dim3(32 * ta.warps), smem, s, ta);
+  check_launch("decode_linear_imma");
+}
+
+// Activation rows in blocks of 8 (RB: 1 for up to 8 rows, 2 for 9-16), each block three 8-column tiles
+// of B (one a term). Tiles per block: four where the matrix has 256 tiles or more (x's terms shared by
+// more tiles), else two (eight spill registers: the 27B shape ran 9% slower). Neither choice touches a row's arithmetic.
+template <ElemType SE, bool G64>
+void launch_shape(const TiledArgs& ta, cudaStream_t s) {
+  if (ta.a.rows > 8) return launch<SE, 2, 2, G64>(ta, s);
+  static const int forced = env_int("TF_CUDA_IMMA_T", 0);  // A/B: 2 or 4 tiles per block everywhere
+  if (forced == 2) return launch<SE, 1, 2, G64>(ta, s);
+  if (forced == 4) return launch<SE, 1, 4, G64>(ta, s);
+  return ta.tiles >= 256 ? launch<SE, 1, 4, G64>(ta, s) : launch<SE, 1, 2, G64>(ta, s);
+}
+
+template <ElemType SE>
+void launch_group(const TiledArgs& ta, cudaStream_t s) {
+  if (ta.a.seg[0].w.group == 64) launch_shape<SE, true>(ta, s);
+  else launch_shape<SE, false>(ta, s);
+}
+
+}  // namespace
+
+bool imma_eligible(const WeightView& w) {
+  static const bool on = env_int("TF_CUDA_IMMA", 1) != 0;
+  return on && w.tiled && w.bits == 4 && (w.group == 32 || w.group == 64) && w.cols > kMaxFusedNormCols &&
+         w.cols % 64 == 0;
+}
+
+void decode_linear_imma(const TiledArgs& ta, cudaStream_t s) {
+  switch (ta.a.seg[0].w.dtype) {
+    case ElemType::F32: return launch_group<ElemType::F32>(ta, s);
+    case ElemType::F16: return launch_group<ElemType::F16>(ta, s);
+    case ElemType::BF16: return launch_group<ElemType::BF16>(ta, s);
+  }
+}
+
+}  // namespace tf::cuda::tiled
