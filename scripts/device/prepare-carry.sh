@@ -11,7 +11,9 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-grep -qx '/.cuda-carry/' .git/info/exclude || echo '/.cuda-carry/' >>.git/info/exclude
+EXCLUDE=$(git rev-parse --git-path info/exclude)  # also right in a git worktree (.git is a file there)
+mkdir -p "$(dirname "$EXCLUDE")"
+grep -qx '/.cuda-carry/' "$EXCLUDE" 2>/dev/null || echo '/.cuda-carry/' >>"$EXCLUDE"
 C=.cuda-carry
 mkdir -p $C/whl $C/m
 cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DTENSORFOLD_MLX=OFF -DTENSORFOLD_CUDA=ON \
