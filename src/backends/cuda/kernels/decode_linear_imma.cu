@@ -313,17 +313,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) decode_linear_imma_kernel(Tile
     const OutRef& o = outs[t];
     const std::int64_t n = o.first_row + rr;
     if (!o.valid || n >= o.rows) continue;
-    const float g = value(t, rr, row);
-    if (!swiglu) {
-      if (o.out != nullptr) o.out[row * o.out_stride + n] = g;
-    } else {
-      const OutRef& ou = outs[t + T / 2];
-      const float up = value(t + T / 2, rr, row);
-      if (o.out != nullptr) o.out[row * o.out_stride + n] = g;
-      if (ou.out != nullptr) ou.out[row * ou.out_stride + n] = up;
-      const float silu = __fdiv_rn(g, __fadd_rn(1.0f, expf(-g)));
-      a.swiglu_out[row * a.swiglu_stride + n] = __fmul_rn(silu, up);
-    }
+    store_output<T>(a, outs, t, n, row, value(t, rr, row), swiglu ? value(t + T / 2, rr, row) : 0.0f);
   }
 }
 

@@ -348,16 +348,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) decode_linear_tiled_kernel(Til
     const OutRef& tr = outs[t];
     const std::int64_t n = tr.first_row + (ln >> 2) + 8 * (i >> 1);
     if (!tr.valid || n >= tr.rows) continue;
-    if (!swiglu) {
-      if (tr.out != nullptr) tr.out[row * tr.out_stride + n] = total(slot, ln);
-    } else {
-      const OutRef& tu = outs[t + T / 2];
-      const float g = total(slot, ln), up = total(slot + (T / 2) * NT * 4, ln);
-      if (tr.out != nullptr) tr.out[row * tr.out_stride + n] = g;
-      if (tu.out != nullptr) tu.out[row * tu.out_stride + n] = up;
-      const float silu = __fdiv_rn(g, __fadd_rn(1.0f, expf(-g)));
-      a.swiglu_out[row * a.swiglu_stride + n] = __fmul_rn(silu, up);
-    }
+    store_output<T>(a, outs, t, n, row, total(slot, ln), swiglu ? total(slot + (T / 2) * NT * 4, ln) : 0.0f);
   }
 }
 
