@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Issue 6 on the device: serves the default model on CUDA, then checks drafted == serial
-# (drafting_equality.py) and measures drafted vs serial tokens/s (drafting_speed.py).
+# Issues 6 and 7 on the device: serves the default model on CUDA, then checks drafted == serial
+# (drafting_equality.py), measures drafted vs serial tokens/s (drafting_speed.py) and checks that 16
+# concurrent requests each equal their solo run (concurrency_equality.py).
 #   scripts/device/run-drafting.sh BIN_DIR MODEL.gguf [PORT]
 # Extra server flags can be passed in TF_SERVE_ARGS. Logs go to $OUT (or /tmp) as drafting_*.log.
 set -u
@@ -24,6 +25,8 @@ echo "equality rc $?: $(tail -2 "$OUT/drafting_equality.log" | tr '\n' ' ')"
 python3 scripts/device/drafting_speed.py "http://127.0.0.1:$PORT" >"$OUT/drafting_speed.log" 2>&1
 echo "speed rc $?:"
 tail -12 "$OUT/drafting_speed.log"
+(cd scripts/device && python3 concurrency_equality.py "http://127.0.0.1:$PORT" 16) >"$OUT/concurrency.log" 2>&1
+echo "concurrency rc $?: $(tail -1 "$OUT/concurrency.log")"
 kill $SPID 2>/dev/null
 wait $SPID 2>/dev/null
 exit 0

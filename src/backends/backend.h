@@ -2,6 +2,8 @@
 // The small set of tensor operations a model family's forward pass is written against (ARCHITECTURE §2).
 // Each backend (src/backends/mlx, src/backends/cuda) implements it with its own kernels. Activations are
 // float32 [rows, features] matrices; weights are uploaded once from backend-neutral HostWeights.
+#include <unistd.h>
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -89,6 +91,17 @@ class Backend {
   // giving 0 (the engine's greedy_token, bit for bit). Only where has_argmax_rows().
   virtual std::vector<std::int32_t> argmax_rows(const Tensor& /*x*/) {
     throw std::logic_error("argmax_rows: this backend leaves greedy sampling to the host");
+  }
+  // Gives memory the backend keeps for reuse (freed buffers it caches) back to the system; the engine calls it
+  // when no stream runs, so that an idle server returns to its idle footprint.
+  virtual void release_cached_memory() {}
+  // The memory this process may use for weights and streams together (ARCHITECTURE §5), asked after the
+  // weights are loaded. The default is 70% of physical memory: a backend computing in host memory shares it
+  // with the OS and other processes.
+  virtual std::size_t memory_budget_bytes() const {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page <= 0) return 0;
+    return static_cast<std::size_t>(static_cast<double>(pages) * static_cast<double>(page) * 0.7);
   }
 };
 

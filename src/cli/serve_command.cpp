@@ -44,7 +44,13 @@ struct ServeFlags {
   bool no_drafts = false;
   std::string drafter = "auto";
   int max_drafts = 8;
+  std::string parallel = "auto";
+  double decode_share = 0.5;
+  int max_queue = 64;
 };
+
+// --parallel: "auto" (0 for the engine) or a count of streams.
+int parse_parallel(const std::string& v) { return v == "auto" ? 0 : std::stoi(v); }
 
 // SIGINT/SIGTERM are caught by a handler that only writes the signal number to a pipe (async-signal-safe, and
 // whichever thread the kernel picks, including threads libraries started before us); one thread reads the
@@ -134,11 +140,12 @@ std::string startup_report(const ServeFlags& f, const std::string& path, const s
       "  context   {} tokens; a reply without max_tokens stops after {}\n"
       "  sampling  temperature {}, top_p {}, top_k {}, min_p {} (checkpoint defaults, then flags)\n"
       "  drafting  {}\n"
+      "  streams   {}\n"
       "  serving   http://{}:{}/v1{}\n",
       kVersion, so.names.id, path, info.family, info.architecture, info.vocab, engine.backend_name(),
       info.weight_bytes, mib(info.weight_bytes), engine.context_length(),
       f.max_tokens > 0 ? fmt::format("{} tokens", f.max_tokens) : std::string("the context end"), s.temperature,
-      s.top_p, s.top_k, s.min_p, engine.drafting_summary(), url_host(f.host), srv.port(), extras);
+      s.top_p, s.top_k, s.min_p, engine.drafting_summary(), engine.concurrency_summary(), url_host(f.host), srv.port(), extras);
 }
 
 int run_serve(const ServeFlags& f) {
@@ -180,6 +187,9 @@ int run_serve(const ServeFlags& f) {
   eo.top_k = f.top_k;
   eo.drafter = f.no_drafts ? "none" : f.drafter;
   eo.max_drafts = f.max_drafts;
+  eo.parallel = parse_parallel(f.parallel);
+  eo.decode_share = f.decode_share;
+  eo.max_queue = static_cast<std::size_t>(f.max_queue);
   std::unique_ptr<Engine> engine;
   try {
     engine = std::make_unique<Engine>(eo);
@@ -246,6 +256,18 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option("--max-drafts", f->max_drafts, "Most tokens drafted per round (the load-time row check may lower it)")
       ->capture_default_str()
       ->check(CLI::Range(0, 15));
+  sub->add_option("--parallel", f->parallel,
+                  "Streams decoded at once: N, or auto (4 on MLX, 16 on CUDA); 1 serves one request at a time")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto"}) | (CLI::TypeValidator<int>() & CLI::Range(1, 256)));
+  sub->add_option("--decode-share", f->decode_share,
+                  "Share of the time running replies keep decoding while new prompts prefill")
+      ->capture_default_str()
+      ->check(CLI::Range(0.05, 0.95));
+  sub->add_option("--max-queue", f->max_queue,
+                  "Requests that may wait for memory or a stream slot; beyond, 503 with Retry-After")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
   sub->add_flag("--no-drafts", f->no_drafts, "Decode serially: never draft (same output, bit for bit)");
   sub->add_option("--chat-template", f->chat_template, "Jinja chat template file replacing the checkpoint's")
       ->check(CLI::ExistingFile);

@@ -1,5 +1,8 @@
 #include "engine/engine.h"
 
+#include <fmt/format.h>
+#include <malloc.h>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -10,10 +13,7 @@
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/gguf.h"
 #include "checkpoint/hf_checkpoint.h"
-#include "engine/decode_loop.h"
-#include "engine/drafting/context_copy.h"
 #include "engine/row_check.h"
-#include "engine/stop_matcher.h"
 #include "text/template/chat_template.h"
 #include "text/tokenizer/tokenizer.h"
 #ifdef TENSORFOLD_HAVE_MLX
@@ -27,6 +27,8 @@ namespace tf {
 namespace fs = std::filesystem;
 
 namespace {
+
+double gib(std::size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {
   if (name != "auto" && name != "mlx" && name != "cuda")
@@ -75,12 +77,18 @@ SamplingParams checkpoint_sampling(const std::string& path, std::vector<std::int
   return p;
 }
 
-}  // namespace
+// The tokenizer's incremental decoder as the scheduler's per-stream text.
+class TokenizerText final : public TokenText {
+ public:
+  explicit TokenizerText(IncrementalDecoder d) : d_(std::move(d)) {}
+  std::string push(std::int32_t token) override { return d_.push(token); }
+  std::string flush() override { return d_.flush(); }
 
-struct Engine::Job {
-  GenerationRequest request;
-  std::shared_ptr<GenerationStream> stream;
+ private:
+  IncrementalDecoder d_;
 };
+
+}  // namespace
 
 Engine::Engine(const EngineOptions& o) {
   backend_ = make_backend(o.backend);
@@ -120,17 +128,71 @@ Engine::Engine(const EngineOptions& o) {
     if (const char* v = std::getenv("TF_DRAFT_FULL_WINDOWS"); v != nullptr && (v[0] == '0' || v[0] == '1'))
       full_windows_ = v[0] == '1';
   }
-  thread_ = std::thread([this] { worker(); });
+  SchedulerOptions so;
+  so.parallel = o.parallel > 0 ? o.parallel : (backend_->name() == "cuda" ? 16 : 4);
+  so.decode_share = o.decode_share;
+  so.max_queue = o.max_queue;
+  so.context = context_;
+  so.eos = eos_ids_;
+  so.max_drafts = max_drafts_;
+  so.full_windows = full_windows_;
+  so.memory = plan_memory();
+  // Idle again: freed caches and activations go back to the system (MLX keeps freed buffers for reuse, and
+  // glibc keeps freed heap in its arenas), so that a server's resident memory returns to its idle level.
+  Backend* backend = backend_.get();
+  so.on_idle = [backend] {
+    backend->release_cached_memory();
+    malloc_trim(0);
+  };
+  if (so.memory.weight_bytes > so.memory.budget_bytes)
+    throw std::runtime_error(fmt::format("the weights ({:.2f} GiB) exceed the memory budget ({:.2f} GiB, {}); raise "
+                                         "TENSORFOLD_MEMORY_LIMIT_GB or serve a smaller model",
+                                         gib(so.memory.weight_bytes), gib(so.memory.budget_bytes),
+                                         so.memory.budget_source));
+  if (so.memory.max_tokens_alone() < 2)
+    throw std::runtime_error(fmt::format("the memory budget ({:.2f} GiB, {}) leaves no room for a stream beside the "
+                                         "weights ({:.2f} GiB); raise TENSORFOLD_MEMORY_LIMIT_GB",
+                                         gib(so.memory.budget_bytes), so.memory.budget_source,
+                                         gib(so.memory.weight_bytes)));
+  const Tokenizer* tok = tokenizer_.get();
+  scheduler_ = std::make_unique<Scheduler>(*model_, std::move(so), [tok] {
+    return std::make_unique<TokenizerText>(tok->incremental_decoder(/*skip_special=*/true));
+  });
 }
 
-Engine::~Engine() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-    for (auto& job : queue_) job->stream->cancel();
+Engine::~Engine() { scheduler_.reset(); }
+
+MemoryPlan Engine::plan_memory() const {
+  MemoryPlan m;
+  const auto& info = model_->info();
+  if (const auto limit = memory_limit_from_env(); limit > 0) {
+    m.budget_bytes = limit;
+    m.budget_source = "TENSORFOLD_MEMORY_LIMIT_GB";
+  } else {
+    m.budget_bytes = backend_->memory_budget_bytes();
+    m.budget_source = backend_->name() == "cuda" ? "free device memory less a 1 GiB floor, plus the weights"
+                                                 : "70% of physical memory";
   }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  m.weight_bytes = info.weight_bytes;
+  m.state_bytes_per_token = info.state_bytes_per_token;
+  m.workspace_bytes = prefill_workspace_bytes(info.prefill_chunk, info.state_bytes_per_token, info.vocab,
+                                              1 + max_drafts_);
+  return m;
+}
+
+int Engine::parallel() const { return scheduler_->options().parallel; }
+const MemoryPlan& Engine::memory_plan() const { return scheduler_->options().memory; }
+
+std::string Engine::concurrency_summary() const {
+  const auto& o = scheduler_->options();
+  const auto& m = o.memory;
+  return fmt::format(
+      "up to {} streams at once (decode keeps {:.0f}% of the time while prompts fill; one forward per stream), "
+      "{} more queued\n"
+      "  memory    budget {} bytes ({:.2f} GiB, {}); weights {} bytes; a request reserves {} bytes per token "
+      "(prompt plus completion) + {} bytes of prefill workspace; one request fits up to {} tokens",
+      o.parallel, o.decode_share * 100.0, o.max_queue, m.budget_bytes, gib(m.budget_bytes), m.budget_source,
+      m.weight_bytes, m.state_bytes_per_token, m.workspace_bytes, std::min(m.max_tokens_alone(), context_));
 }
 
 const ModelInfo& Engine::model_info() const { return model_->info(); }
@@ -142,16 +204,7 @@ std::vector<std::int32_t> Engine::tokenize(const std::string& text, bool add_spe
 }
 
 std::shared_ptr<GenerationStream> Engine::submit(GenerationRequest request) {
-  auto job = std::make_unique<Job>();
-  job->request = std::move(request);
-  job->stream = std::make_shared<GenerationStream>();
-  auto stream = job->stream;
-  {
-    std::lock_guard lock(mu_);
-    queue_.push_back(std::move(job));
-  }
-  cv_.notify_all();
-  return stream;
+  return scheduler_->submit(std::move(request));
 }
 
 std::string Engine::drafting_summary() const {
@@ -177,93 +230,6 @@ std::string Engine::drafting_summary() const {
   return s;
 }
 
-EngineStats Engine::stats() const {
-  std::lock_guard lock(mu_);
-  return stats_;
-}
-
-void Engine::worker() {
-  for (;;) {
-    std::unique_ptr<Job> job;
-    {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping with nothing left
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      stats_.busy = true;
-    }
-    run(*job);
-    std::lock_guard lock(mu_);
-    stats_.busy = false;
-  }
-}
-
-void Engine::run(Job& job) {
-  const auto& req = job.request;
-  GenerationResult result;
-  result.prompt_tokens = static_cast<std::int64_t>(req.prompt.size());
-  try {
-    if (req.prompt.empty()) throw std::invalid_argument("empty prompt");
-    if (result.prompt_tokens >= context_) throw std::invalid_argument("prompt does not fit the context");
-    auto state = model_->new_state();
-    // Prefill on the family's fixed chunk grid: boundaries are a pure function of the token sequence.
-    const std::int64_t chunk = std::max<std::int64_t>(1, model_->info().prefill_chunk);
-    std::vector<float> logits;
-    const std::span<const std::int32_t> prompt(req.prompt);
-    for (std::int64_t at = 0; at < result.prompt_tokens; at += chunk) {
-      if (job.stream->cancelled()) break;
-      const auto n = std::min(chunk, result.prompt_tokens - at);
-      logits = model_->forward(*state, prompt.subspan(static_cast<std::size_t>(at), static_cast<std::size_t>(n)), 1);
-    }
-    std::int64_t budget = context_ - result.prompt_tokens;  // positions left for generated tokens
-    if (req.max_tokens > 0) budget = std::min(budget, req.max_tokens);
-    auto decoder = tokenizer_->incremental_decoder(/*skip_special=*/true);
-    StopMatcher stops(req.stop);
-    DecodeSettings settings;
-    settings.sampling = req.sampling;
-    settings.seed = req.seed ? *req.seed : seed_from_prompt(req.prompt);
-    settings.budget = budget;
-    settings.eos = eos_ids_;
-    settings.max_drafts = req.draft ? max_drafts_ : 0;
-    settings.full_windows = full_windows_;
-    ContextCopyDrafter copies;
-    DecodeCounters counters;
-    std::vector<std::int32_t> history = req.prompt;
-    if (job.stream->cancelled()) {
-      result.finish = FinishReason::Cancelled;
-    } else {
-      result.finish = decode_stream(
-          *model_, *state, std::move(logits), history, settings, settings.max_drafts > 0 ? &copies : nullptr,
-          [&](std::int32_t token) {
-            job.stream->push(stops.feed(decoder.push(token)));
-            return !stops.stopped();
-          },
-          [&] { return job.stream->cancelled(); }, counters);
-    }
-    result.completion_tokens = counters.emitted;
-    result.token_ids.assign(history.begin() + static_cast<std::ptrdiff_t>(req.prompt.size()), history.end());
-    result.drafted = counters.drafted;
-    result.accepted = counters.accepted;
-    result.rounds = counters.rounds;
-    if (result.finish != FinishReason::Cancelled && !stops.stopped()) {
-      job.stream->push(stops.feed(decoder.flush()) + stops.flush());
-      if (stops.stopped()) result.finish = FinishReason::Stop;
-    }
-  } catch (const std::exception& e) {
-    result.finish = FinishReason::Error;
-    result.error = e.what();
-  }
-  {
-    std::lock_guard lock(mu_);
-    ++stats_.requests_total;
-    stats_.prompt_tokens_total += result.prompt_tokens;
-    stats_.completion_tokens_total += result.completion_tokens;
-    stats_.drafted_total += result.drafted;
-    stats_.accepted_total += result.accepted;
-    stats_.rounds_total += result.rounds;
-  }
-  job.stream->close(std::move(result));
-}
+EngineStats Engine::stats() const { return scheduler_->stats(); }
 
 }  // namespace tf

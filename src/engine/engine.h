@@ -10,7 +10,10 @@
 #include <string>
 #include <thread>
 
+#include "engine/engine_stats.h"
 #include "engine/generation.h"
+#include "engine/memory_plan.h"
+#include "engine/scheduler.h"
 #include "families/model.h"
 
 namespace tf {
@@ -32,6 +35,11 @@ struct EngineOptions {
   // drafts. max_drafts caps the tokens proposed per round; the load-time row check may lower it.
   std::string drafter = "auto";
   int max_drafts = 8;
+  // Concurrency (ARCHITECTURE §5): streams admitted at once (0: auto, 4 on MLX and 16 on CUDA), the share of
+  // wall time decode keeps while prompts prefill, and the most requests waiting for admission.
+  int parallel = 0;
+  double decode_share = 0.5;
+  std::size_t max_queue = 64;
 };
 
 // What the load-time row check found: the widest verify window (1 + drafts) whose logits equal serial
@@ -42,12 +50,6 @@ struct RowCheckReport {
   // Wall time of a forward of w rows over one of 1 row, for w = 2..max_window (index w - 2), measured after
   // the check on a backend whose 1-row forward is fast (empty otherwise: timing would slow startup).
   std::vector<double> costs;
-};
-
-struct EngineStats {
-  std::int64_t requests_total = 0, prompt_tokens_total = 0, completion_tokens_total = 0;
-  std::int64_t drafted_total = 0, accepted_total = 0, rounds_total = 0;
-  bool busy = false;
 };
 
 class Engine {
@@ -73,16 +75,19 @@ class Engine {
   std::string render_chat(ChatInput input) const;
   std::vector<std::int32_t> tokenize(const std::string& text, bool add_special) const;
 
-  // Queues a generation; text arrives on the returned stream. The prompt must fit the context (the server
-  // checks and answers 400 otherwise); max_tokens is clipped to the context end.
+  // Admits or queues a generation; text arrives on the returned stream. The prompt must fit the context (the
+  // server checks and answers 400 otherwise); max_tokens is clipped to the context end. Throws AdmissionError
+  // (engine/admission_error.h) when the request can never fit the memory budget or the queue is full.
   std::shared_ptr<GenerationStream> submit(GenerationRequest request);
   EngineStats stats() const;
+  // Streams served at once, and the memory budget with what a request costs in it.
+  int parallel() const;
+  const MemoryPlan& memory_plan() const;
+  std::string concurrency_summary() const;
 
  private:
-  struct Job;
   void load_chat_template(const EngineOptions& options);  // engine_chat.cpp
-  void worker();
-  void run(Job& job);
+  MemoryPlan plan_memory() const;
 
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
@@ -97,13 +102,7 @@ class Engine {
   static constexpr double kFullWindowCost = 2.0;
   RowCheckReport row_check_;
   std::string drafter_;
-
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::unique_ptr<Job>> queue_;
-  bool stopping_ = false;
-  EngineStats stats_;
-  std::thread thread_;
+  std::unique_ptr<Scheduler> scheduler_;  // last: it stops before the model it runs goes
 };
 
 }  // namespace tf

@@ -38,6 +38,12 @@ ApiError context_length_exceeded(std::int64_t context, std::int64_t prompt_token
   return ApiError(400, "invalid_request_error", message, prompt_param, "context_length_exceeded");
 }
 
+ApiError admission_refused(const AdmissionError& e) {
+  if (e.kind() == AdmissionError::Kind::NeverFits)
+    return ApiError(400, "invalid_request_error", e.what(), std::nullopt, "context_length_exceeded");
+  return ApiError(503, "server_error", e.what(), std::nullopt, "server_busy").with_retry_after(e.retry_after_s());
+}
+
 ApiError server_error(const std::string& message) { return ApiError(500, "server_error", message); }
 
 nlohmann::ordered_json error_object(const std::string& message, const std::string& type,
@@ -58,7 +64,7 @@ nlohmann::ordered_json envelope_for_status(int status) {
       return {{"error", error_object("The request could not be read as HTTP.", "invalid_request_error")}};
     case 404:
       return {{"error", error_object("Unknown route. This server offers /v1/models, /v1/chat/completions, "
-                                     "/v1/completions, /v1/responses and /health.",
+                                     "/v1/completions, /v1/responses, /health and /metrics.",
                                      "invalid_request_error", std::nullopt, "not_found")}};
     case 405:
       return {{"error", error_object("This route does not accept that method.", "invalid_request_error",

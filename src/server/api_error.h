@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/admission_error.h"
+
 namespace tf::server {
 
 class ApiError : public std::runtime_error {
@@ -19,12 +21,19 @@ class ApiError : public std::runtime_error {
   const std::string& type() const { return type_; }
   const std::optional<std::string>& param() const { return param_; }
   const std::optional<std::string>& code() const { return code_; }
+  // Seconds for a Retry-After header (503 when the server is busy).
+  const std::optional<int>& retry_after() const { return retry_after_; }
+  ApiError& with_retry_after(int seconds) {
+    retry_after_ = seconds;
+    return *this;
+  }
 
  private:
   int status_;
   std::string type_;
   std::optional<std::string> param_;
   std::optional<std::string> code_;
+  std::optional<int> retry_after_;
 };
 
 // 400 invalid_request_error: a field is missing, of the wrong type or out of range.
@@ -38,6 +47,10 @@ ApiError model_not_found(const std::string& model);
 ApiError context_length_exceeded(std::int64_t context, std::int64_t prompt_tokens, std::int64_t max_tokens,
                                  bool max_tokens_given, const std::string& prompt_param,
                                  const std::string& max_tokens_param);
+// What the engine's admission refusal (engine/admission_error.h) means to a client: a request that can never
+// fit the memory budget is a 400 context_length_exceeded saying how many tokens would fit; a full queue is a
+// 503 (code server_busy) with Retry-After.
+ApiError admission_refused(const AdmissionError& e);
 // 500 server_error.
 ApiError server_error(const std::string& message);
 

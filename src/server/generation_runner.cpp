@@ -47,8 +47,21 @@ std::vector<std::int32_t> chat_prompt(const InferenceService& service, const Cha
   return service.tokenize(text, /*add_special=*/false);
 }
 
+namespace {
+
+// Submits, turning the engine's admission refusal into the client's error (400 or 503 + Retry-After).
+std::shared_ptr<GenerationStream> submit_or_refuse(InferenceService& service, GenerationRequest request) {
+  try {
+    return service.submit(std::move(request));
+  } catch (const AdmissionError& e) {
+    throw admission_refused(e);
+  }
+}
+
+}  // namespace
+
 Generation::Generation(ApiContext& context, const httplib::Request& request, GenerationRequest generation)
-    : context_(context), stream_(context.service().submit(std::move(generation))) {
+    : context_(context), stream_(submit_or_refuse(context.service(), std::move(generation))) {
   active_id_ = context_.active().add(stream_);
   const int fd = find_connection_socket(
       ConnectionAddress{request.local_addr, request.local_port, request.remote_addr, request.remote_port});

@@ -11,6 +11,9 @@ namespace tf::server {
 
 // GET /health: {"status": "ok"} once the engine is loaded, 503 {"status": "loading"} before.
 void handle_health(ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
+// GET /metrics: Prometheus text (server/metrics_text.h). Unlike /health it carries the counters, so it needs
+// the API key when the server has keys.
+void handle_metrics(ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
 // GET /v1/models: the served id, then each alias, each with context_length.
 void handle_list_models(ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
 // GET /v1/models/{id}

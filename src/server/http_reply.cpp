@@ -12,6 +12,7 @@ void send_json(httplib::Response& res, int status, const nlohmann::ordered_json&
 
 void send_error(httplib::Response& res, const ApiError& error) {
   if (error.status() == 401) res.set_header("WWW-Authenticate", "Bearer");
+  if (error.retry_after()) res.set_header("Retry-After", std::to_string(*error.retry_after()));
   send_json(res, error.status(), error_envelope(error));
 }
 

@@ -15,6 +15,7 @@ namespace tf::server {
 HttpServer::HttpServer(ServerOptions options) : context_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
   auto& ctx = context_;
   route("GET", "/health", [&ctx](auto& req, auto& res, auto&) { handle_health(ctx, req, res); });
+  route("GET", "/metrics", [&ctx](auto& req, auto& res, auto&) { handle_metrics(ctx, req, res); });
   route("GET", "/v1/models", [&ctx](auto& req, auto& res, auto&) { handle_list_models(ctx, req, res); });
   route("GET", "/models", [&ctx](auto& req, auto& res, auto&) { handle_list_models(ctx, req, res); });
   route("GET", "/v1/models/{id}", [&ctx](auto&, auto& res, auto& p) { handle_get_model(ctx, p[0], res); });

@@ -1,9 +1,10 @@
-// GET /health and the /v1/models routes.
+// GET /health, GET /metrics and the /v1/models routes.
 #include <fmt/format.h>
 
 #include "server/api_error.h"
 #include "server/handlers.h"
 #include "server/http_reply.h"
+#include "server/metrics_text.h"
 
 namespace tf::server {
 
@@ -34,6 +35,8 @@ void handle_health(ApiContext& ctx, const httplib::Request&, httplib::Response& 
   if (ctx.options().api_keys.empty()) {
     const auto s = ctx.service().stats();
     body["busy"] = s.busy;
+    body["requests_running"] = s.requests_running;
+    body["requests_waiting"] = s.requests_waiting;
     body["requests_total"] = s.requests_total;
     body["prompt_tokens_total"] = s.prompt_tokens_total;
     body["completion_tokens_total"] = s.completion_tokens_total;
@@ -42,6 +45,12 @@ void handle_health(ApiContext& ctx, const httplib::Request&, httplib::Response& 
     body["rounds_total"] = s.rounds_total;
   }
   send_json(res, 200, body);
+}
+
+void handle_metrics(ApiContext& ctx, const httplib::Request&, httplib::Response& res) {
+  // Before the engine loads there is nothing to count; the loading 503 says so (scrapers retry).
+  res.status = 200;
+  res.set_content(prometheus_metrics(ctx.service().stats(), ctx.options().names.id), "text/plain; version=0.0.4");
 }
 
 void handle_list_models(ApiContext& ctx, const httplib::Request&, httplib::Response& res) {

@@ -499,6 +499,14 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   bool has_argmax_rows() const override { return true; }
+  // Device memory free now (after loading) less a 1 GiB floor for the runtime, the activation pool and graphs,
+  // plus the weights this backend holds: the engine's budget covers weights and streams together.
+  std::size_t memory_budget_bytes() const override {
+    std::size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) return weight_bytes_;
+    constexpr std::size_t kFloor = std::size_t{1} << 30;
+    return (free > kFloor ? free - kFloor : 0) + weight_bytes_;
+  }
   std::vector<std::int32_t> argmax_rows(const Tensor& x) override {
     auto a = act(x);
     if (a->pending) flush();

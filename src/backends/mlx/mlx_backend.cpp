@@ -5,6 +5,8 @@
 #include "backends/mlx/kernels/invariant_attention.h"
 #include "backends/mlx/kernels/invariant_matmul.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -246,6 +248,16 @@ class MlxBackend final : public Backend {
     mx::eval(a);
     const float* p = a.data<float>();
     return std::vector<float>(p, p + a.size());
+  }
+
+  void release_cached_memory() override { mx::clear_cache(); }
+
+  // 70% of physical memory: on the Linux CPU arrays live in host RAM, and on Apple silicon Metal shares the
+  // same unified memory with the OS (TENSORFOLD_MEMORY_LIMIT_GB overrides it in the engine).
+  std::size_t memory_budget_bytes() const override {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page <= 0) return 0;
+    return static_cast<std::size_t>(static_cast<double>(pages) * static_cast<double>(page) * 0.7);
   }
 
  private:

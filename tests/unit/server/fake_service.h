@@ -4,9 +4,11 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "engine/admission_error.h"
 #include "server/inference_service.h"
 #include "text/template/template_error.h"
 
@@ -22,6 +24,8 @@ class FakeService : public InferenceService {
   std::string error;
   bool template_throws = false;
   bool slow = false;
+  std::optional<AdmissionError> refuse;  // submit throws it (the engine's admission refusal)
+  EngineStats stats_to_report;           // what stats() says besides requests_total
 
   ~FakeService() override {
     for (auto& t : threads_) t.join();
@@ -46,12 +50,13 @@ class FakeService : public InferenceService {
     return ids;
   }
   EngineStats stats() const override {
-    EngineStats s;
+    EngineStats s = stats_to_report;
     std::lock_guard lock(mu_);
     s.requests_total = static_cast<std::int64_t>(requests.size());
     return s;
   }
   std::shared_ptr<GenerationStream> submit(GenerationRequest request) override {
+    if (refuse) throw *refuse;
     auto stream = std::make_shared<GenerationStream>();
     GenerationResult result;
     result.prompt_tokens = static_cast<std::int64_t>(request.prompt.size());

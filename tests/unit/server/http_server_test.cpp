@@ -136,6 +136,63 @@ TEST_F(ServerTest, AuthRequiresABearerKeyExceptForHealth) {
   EXPECT_EQ(call(srv, "POST", "/v1/chat/completions", kChat, "Bearer sk-test").status, 200);
 }
 
+TEST_F(ServerTest, AdmissionRefusalsAre400Or503WithRetryAfter) {
+  HttpServer srv(options());
+  srv.set_service(&svc);
+  svc.refuse = AdmissionError(AdmissionError::Kind::NeverFits,
+                              "This server's memory budget holds at most 40 tokens per request (prompt plus completion).",
+                              40);
+  auto r = call(srv, "POST", "/v1/chat/completions", kChat);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body["error"]["code"], "context_length_exceeded");
+  EXPECT_EQ(r.body["error"]["type"], "invalid_request_error");
+  EXPECT_NE(r.body["error"]["message"].get<std::string>().find("at most 40 tokens"), std::string::npos);
+  svc.refuse = AdmissionError(AdmissionError::Kind::QueueFull, "The server is busy.", 0, 7);
+  r = call(srv, "POST", "/v1/completions", R"({"model":"smol","prompt":"hi","stream":true})");
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.body["error"]["code"], "server_busy");
+  EXPECT_EQ(r.body["error"]["type"], "server_error");
+  std::string retry;
+  for (const auto& [k, v] : r.headers)
+    if (k == "Retry-After") retry = v;
+  EXPECT_EQ(retry, "7");
+  svc.refuse.reset();
+  EXPECT_EQ(call(srv, "POST", "/v1/chat/completions", kChat).status, 200);
+}
+
+TEST_F(ServerTest, HealthAndMetricsCarryTheSchedulerCounters) {
+  svc.stats_to_report.requests_running = 3;
+  svc.stats_to_report.requests_waiting = 2;
+  svc.stats_to_report.prompt_tokens_total = 120;
+  svc.stats_to_report.time_to_first_token.observe(0.03);
+  svc.stats_to_report.time_to_first_token.observe(3.0);
+  {
+    HttpServer srv(options());
+    EXPECT_EQ(call(srv, "GET", "/metrics").status, 503);  // loading
+    srv.set_service(&svc);
+    const auto health = call(srv, "GET", "/health");
+    EXPECT_EQ(health.body["requests_running"], 3);
+    EXPECT_EQ(health.body["requests_waiting"], 2);
+    const auto m = call(srv, "GET", "/metrics");
+    EXPECT_EQ(m.status, 200);
+    for (const char* line : {"vllm:num_requests_running{model_name=\"smol\"} 3\n",
+                             "tensorfold:requests_waiting{model_name=\"smol\"} 2\n",
+                             "vllm:prompt_tokens_total{model_name=\"smol\"} 120\n",
+                             "# TYPE vllm:time_to_first_token_seconds histogram\n",
+                             "vllm:time_to_first_token_seconds_bucket{model_name=\"smol\",le=\"0.04\"} 1\n",
+                             "vllm:time_to_first_token_seconds_bucket{model_name=\"smol\",le=\"2.5\"} 1\n",
+                             "vllm:time_to_first_token_seconds_bucket{model_name=\"smol\",le=\"5\"} 2\n",
+                             "vllm:time_to_first_token_seconds_bucket{model_name=\"smol\",le=\"+Inf\"} 2\n",
+                             "vllm:time_to_first_token_seconds_count{model_name=\"smol\"} 2\n"})
+      EXPECT_NE(m.raw.find(line), std::string::npos) << line << " not in\n" << m.raw;
+  }
+  HttpServer keyed(options({"sk-test"}));
+  keyed.set_service(&svc);
+  EXPECT_EQ(call(keyed, "GET", "/metrics").status, 401);
+  EXPECT_EQ(call(keyed, "GET", "/metrics", "", "Bearer sk-test").status, 200);
+  EXPECT_FALSE(call(keyed, "GET", "/health").body.contains("requests_running"));
+}
+
 TEST_F(ServerTest, UnknownRoutesAndWrongMethods) {
   HttpServer srv(options());
   srv.set_service(&svc);

@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""A bounded load test of a running `tensorfold serve` (issue 7; not part of `make test`).
+
+N streaming clients send chat requests for T seconds (defaults 64 and 60); a third of them disconnect at
+random moments. Before the load, each prompt of a small fixed set is run alone to get its solo output. The
+test checks that every completed reply equals its solo output (text and token counts), that the server
+keeps answering, that requests_running returns to 0 and that the server's resident memory (VmRSS of --pid)
+returns to within 5% of its idle level. Prints a summary; exit code 0 when every check held.
+
+  tensorfold serve &  # note its pid
+  python3 scripts/load_test.py --pid PID [--url http://127.0.0.1:8080] [--clients 64] [--duration 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import random
+import sys
+import threading
+import time
+from urllib.parse import urlparse
+
+PROMPTS = [
+    "Name a fruit.",
+    "Tell me about the sea.",
+    "Repeat this list exactly: apples, bananas, cherries, dates.",
+    "Write the word hello five times separated by spaces.",
+    "What is two plus two?",
+    "Say something kind.",
+]
+MAX_TOKENS = 16
+
+
+def body_for(i: int) -> dict:
+    return {"messages": [{"role": "user", "content": PROMPTS[i]}], "max_tokens": MAX_TOKENS, "seed": 1000 + i,
+            "temperature": [0.0, 0.7, 1.0][i % 3], "stream": True, "stream_options": {"include_usage": True}}
+
+
+class Server:
+    def __init__(self, url: str, api_key: str | None, pid: int):
+        u = urlparse(url)
+        self.host, self.port = u.hostname, u.port or 80
+        self.api_key = api_key
+        self.pid = pid
+
+    def conn(self, timeout: float = 300) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+
+    def headers(self) -> dict:
+        h = {"Content-Type": "application/json"}
+        if self.api_key:
+            h["Authorization"] = f"Bearer {self.api_key}"
+        return h
+
+    def health(self) -> dict:
+        c = self.conn(10)
+        try:
+            c.request("GET", "/health", headers=self.headers())
+            return json.loads(c.getresponse().read())
+        finally:
+            c.close()
+
+    def rss_kib(self) -> int:
+        with open(f"/proc/{self.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        raise RuntimeError("no VmRSS")
+
+    def stream(self, i: int, stop_after_chunks: int | None = None):
+        """(status, text, usage) of one streamed request; with stop_after_chunks, closes the connection after
+        that many chunks and returns (status, None, None)."""
+        c = self.conn()
+        try:
+            c.request("POST", "/v1/chat/completions", body=json.dumps(body_for(i)), headers=self.headers())
+            r = c.getresponse()
+            if r.status != 200:
+                return r.status, r.read().decode(errors="replace"), None
+            text, usage, chunks = "", None, 0
+            for raw in r:
+                line = raw.decode().strip()
+                if not line.startswith("data: "):
+                    continue
+                data = line[6:]
+                if data == "[DONE]":
+                    break
+                event = json.loads(data)
+                if "error" in event:
+                    return 500, json.dumps(event), None
+                chunks += 1
+                if stop_after_chunks is not None and chunks >= stop_after_chunks:
+                    return 200, None, None  # leave: the finally closes the socket mid-stream
+                if event.get("usage"):
+                    usage = (event["usage"]["prompt_tokens"], event["usage"]["completion_tokens"])
+                for choice in event.get("choices", []):
+                    text += choice["delta"].get("content") or ""
+            return 200, text, usage
+        finally:
+            c.close()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--url", default="http://127.0.0.1:8080")
+    ap.add_argument("--pid", type=int, required=True, help="the server's process id (for VmRSS)")
+    ap.add_argument("--api-key")
+    ap.add_argument("--clients", type=int, default=64)
+    ap.add_argument("--duration", type=float, default=60.0, help="seconds during which clients start requests")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--settle", type=float, default=60.0, help="seconds to wait for the server to drain")
+    a = ap.parse_args()
+    srv = Server(a.url, a.api_key, a.pid)
+    # Wait for the model to load (/health says 503 "loading" until then).
+    ready_by = time.monotonic() + 300
+    while True:
+        try:
+            if srv.health().get("status") == "ok":
+                break
+        except (OSError, ValueError):
+            pass
+        if time.monotonic() > ready_by:
+            print("the server did not become ready within 300 s")
+            return 1
+        time.sleep(0.5)
+
+    # Solo outputs, one request at a time; run twice so that the idle memory level is a warm one.
+    solo = {}
+    for _ in range(2):
+        for i in range(len(PROMPTS)):
+            status, text, usage = srv.stream(i)
+            if status != 200:
+                print(f"solo request {i} failed: {status} {text}")
+                return 1
+            if i in solo and solo[i] != (text, usage):
+                print(f"solo request {i} differs between two solo runs")
+                return 1
+            solo[i] = (text, usage)
+    time.sleep(1.0)
+    idle_rss = srv.rss_kib()
+
+    lock = threading.Lock()
+    stats = {"completed": 0, "mismatched": 0, "disconnected": 0, "busy_503": 0, "errors": 0, "peak_running": 0,
+             "peak_waiting": 0}
+    failures = []
+    deadline = time.monotonic() + a.duration
+
+    def client(k: int):
+        crng = random.Random(a.seed * 1000 + k)
+        leaver = k % 3 == 0  # a third of the clients disconnect at random moments
+        while time.monotonic() < deadline:
+            i = crng.randrange(len(PROMPTS))
+            try:
+                if leaver:
+                    status, _, _ = srv.stream(i, stop_after_chunks=crng.randint(1, MAX_TOKENS // 2))
+                    key = "disconnected" if status == 200 else ("busy_503" if status == 503 else "errors")
+                    with lock:
+                        stats[key] += 1
+                    continue
+                status, text, usage = srv.stream(i)
+                with lock:
+                    if status == 503:
+                        stats["busy_503"] += 1
+                    elif status != 200:
+                        stats["errors"] += 1
+                        failures.append(f"client {k}: HTTP {status}: {text[:200]}")
+                    elif (text, usage) != solo[i]:
+                        stats["mismatched"] += 1
+                        failures.append(f"client {k}: prompt {i} gave {text!r} {usage}, solo {solo[i]!r}")
+                    else:
+                        stats["completed"] += 1
+                if status == 503:
+                    time.sleep(crng.uniform(0.5, 2.0))
+            except Exception as e:  # noqa: BLE001 - a crash or hang of the server shows here
+                with lock:
+                    stats["errors"] += 1
+                    failures.append(f"client {k}: {type(e).__name__}: {e}")
+
+    def watcher():
+        while time.monotonic() < deadline:
+            try:
+                h = srv.health()
+                with lock:
+                    stats["peak_running"] = max(stats["peak_running"], h.get("requests_running", 0))
+                    stats["peak_waiting"] = max(stats["peak_waiting"], h.get("requests_waiting", 0))
+            except Exception as e:  # noqa: BLE001
+                with lock:
+                    failures.append(f"/health failed during the load: {e}")
+            time.sleep(0.5)
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=client, args=(k,), daemon=True) for k in range(a.clients)]
+    threads.append(threading.Thread(target=watcher, daemon=True))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=a.duration + 600)
+    hung = sum(t.is_alive() for t in threads)
+    load_s = time.monotonic() - started
+
+    # Drain: requests_running back to 0, then resident memory back near idle.
+    drained, running = False, None
+    settle_end = time.monotonic() + a.settle
+    while time.monotonic() < settle_end:
+        h = srv.health()
+        running = h.get("requests_running")
+        if running == 0 and h.get("requests_waiting") == 0:
+            drained = True
+            break
+        time.sleep(0.5)
+    rss = srv.rss_kib()
+    while time.monotonic() < settle_end and abs(rss - idle_rss) > 0.05 * idle_rss:
+        time.sleep(1.0)
+        rss = srv.rss_kib()
+    rss_ok = abs(rss - idle_rss) <= 0.05 * idle_rss
+    health = srv.health()
+
+    print(f"load test: {a.clients} clients for {a.duration:.0f} s ({load_s:.1f} s with the last replies), "
+          f"a third disconnecting at random moments")
+    print(f"  completed replies      {stats['completed']} (each equal to its solo output)")
+    print(f"  mismatched replies     {stats['mismatched']}")
+    print(f"  disconnected on purpose {stats['disconnected']}")
+    print(f"  503 busy               {stats['busy_503']}")
+    print(f"  errors                 {stats['errors']}; clients hung: {hung}")
+    print(f"  peak running/waiting   {stats['peak_running']}/{stats['peak_waiting']}")
+    print(f"  after: requests_running {running} (drained: {drained}); requests_total {health.get('requests_total')}")
+    print(f"  resident memory        idle {idle_rss / 1024:.1f} MiB, after {rss / 1024:.1f} MiB "
+          f"({100.0 * (rss - idle_rss) / idle_rss:+.1f}%, limit 5%)")
+    for f in failures[:10]:
+        print("  FAIL", f)
+    ok = (stats["mismatched"] == 0 and stats["errors"] == 0 and hung == 0 and drained and rss_ok
+          and stats["completed"] > 0)
+    print("  result                 " + ("PASS" if ok else "FAIL"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+#pragma once
+// The engine's counters since start, read by /health and /metrics.
+#include <cstdint>
+
+#include "engine/latency_histogram.h"
+
+namespace tf {
+
+struct EngineStats {
+  std::int64_t requests_total = 0, prompt_tokens_total = 0, completion_tokens_total = 0;
+  std::int64_t drafted_total = 0, accepted_total = 0, rounds_total = 0;
+  bool busy = false;
+  std::int64_t requests_running = 0;  // admitted: prefilling or decoding
+  std::int64_t requests_waiting = 0;  // in the admission queue
+  std::int64_t requests_refused = 0;  // never fits or queue full
+  std::int64_t requests_cancelled = 0;
+  std::size_t memory_reserved_bytes = 0;  // what running streams hold (weights excluded)
+  LatencyHistogram time_to_first_token{ttft_buckets()};
+  LatencyHistogram e2e_latency{e2e_latency_buckets()};
+};
+
+}  // namespace tf

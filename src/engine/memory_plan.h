@@ -1,0 +1,35 @@
+#pragma once
+// The process memory budget and what one request costs in it (ARCHITECTURE §5): the weights are held once;
+// each admitted stream reserves its cache for every position it may reach (prompt plus completion) and a
+// prefill workspace, from admission until it finishes or is cancelled.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tf {
+
+struct MemoryPlan {
+  std::size_t budget_bytes = 0;        // weights and streams together
+  std::string budget_source;           // how the budget was found, for the startup report
+  std::size_t weight_bytes = 0;
+  std::size_t state_bytes_per_token = 0;
+  std::size_t workspace_bytes = 0;     // per stream: activations of a prefill chunk and the logits of a round
+
+  // Bytes left for streams once the weights are in.
+  std::size_t stream_room() const { return budget_bytes > weight_bytes ? budget_bytes - weight_bytes : 0; }
+  // What a stream reaching `tokens` positions reserves.
+  std::size_t request_bytes(std::int64_t tokens) const;
+  // The most positions one stream may reach when it runs alone (0: not even one).
+  std::int64_t max_tokens_alone() const;
+};
+
+// The workspace estimate for a family's prefill chunk: the chunk's activations (a few times its cache
+// growth) plus float32 logits for a verify window of `window_rows`.
+std::size_t prefill_workspace_bytes(std::int64_t prefill_chunk, std::size_t state_bytes_per_token, std::int64_t vocab,
+                                    int window_rows);
+
+// TENSORFOLD_MEMORY_LIMIT_GB (GiB, a positive float) when set; throws std::runtime_error when it is set but
+// not a positive number. 0 when unset.
+std::size_t memory_limit_from_env();
+
+}  // namespace tf

@@ -1,0 +1,342 @@
+#include "engine/scheduler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/admission_error.h"
+#include "engine/drafting/context_copy.h"
+#include "engine/stop_matcher.h"
+#include "engine/stream_decoder.h"
+#include "families/model.h"
+
+namespace tf {
+
+struct Scheduler::Stream {
+  GenerationRequest request;
+  std::shared_ptr<GenerationStream> out;
+  std::size_t reserved = 0;
+  Clock::time_point submitted;
+  bool first_token_seen = false;
+  // From admission on:
+  std::unique_ptr<SequenceState> state;
+  std::int64_t prefilled = 0;  // prompt tokens run
+  std::vector<float> logits;   // the last prefill chunk's last row
+  // From the end of prefill on:
+  std::unique_ptr<TokenText> text;
+  std::unique_ptr<StopMatcher> stops;
+  ContextCopyDrafter copies;
+  DecodeSettings settings;
+  std::unique_ptr<StreamDecoder> decoder;
+};
+
+Scheduler::Scheduler(Model& model, SchedulerOptions options, TokenTextFactory text)
+    : model_(model), options_(std::move(options)), text_(std::move(text)) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::int64_t Scheduler::request_tokens(const GenerationRequest& r) const {
+  const auto prompt = static_cast<std::int64_t>(r.prompt.size());
+  std::int64_t room = std::max<std::int64_t>(options_.context - prompt, 0);
+  if (r.max_tokens > 0) room = std::min(room, r.max_tokens);
+  return prompt + room;
+}
+
+std::shared_ptr<GenerationStream> Scheduler::submit(GenerationRequest request) {
+  auto s = std::make_unique<Stream>();
+  const auto tokens = request_tokens(request);
+  s->reserved = options_.memory.request_bytes(tokens);
+  s->request = std::move(request);
+  s->out = std::make_shared<GenerationStream>();
+  s->submitted = Clock::now();
+  auto stream = s->out;
+  std::unique_lock lock(mu_);
+  if (s->reserved > options_.memory.stream_room()) {
+    ++stats_.requests_refused;
+    const auto prompt = static_cast<std::int64_t>(s->request.prompt.size());
+    const auto fits = std::min(options_.memory.max_tokens_alone(), options_.context);
+    throw AdmissionError(
+        AdmissionError::Kind::NeverFits,
+        fmt::format("This server's memory budget holds at most {} tokens per request (prompt plus completion). "
+                    "However, you requested {} tokens ({} in the prompt, {} for the completion). Please reduce the "
+                    "length of the prompt or of the completion.",
+                    fits, tokens, prompt, tokens - prompt),
+        fits);
+  }
+  if (stopping_) {
+    GenerationResult r;
+    r.finish = FinishReason::Cancelled;
+    stream->cancel();
+    stream->close(std::move(r));
+    return stream;
+  }
+  if (queue_.empty() && fits_now_locked(s->reserved)) {
+    reserved_ += s->reserved;
+    ++running_;
+    admitted_.push_back(std::move(s));
+  } else if (queue_.size() >= options_.max_queue) {
+    ++stats_.requests_refused;
+    const int retry = retry_after_locked();
+    throw AdmissionError(AdmissionError::Kind::QueueFull,
+                         fmt::format("The server is busy: {} requests are running and {} are waiting, the most it "
+                                     "queues. Please retry after {} seconds.",
+                                     running_, queue_.size(), retry),
+                         0, retry);
+  } else {
+    queue_.push_back(std::move(s));
+  }
+  lock.unlock();
+  cv_.notify_all();
+  return stream;
+}
+
+bool Scheduler::fits_now_locked(std::size_t bytes) const {
+  return running_ < options_.parallel && reserved_ + bytes <= options_.memory.stream_room();
+}
+
+int Scheduler::retry_after_locked() const {
+  // The queue ahead, drained `parallel` at a time at the mean latency seen so far (1 s before any).
+  const auto& h = stats_.e2e_latency;
+  const double mean = h.count > 0 ? h.sum / static_cast<double>(h.count) : 1.0;
+  const double waves = static_cast<double>(queue_.size() + 1) / std::max(1, options_.parallel);
+  return static_cast<int>(std::clamp(std::ceil(mean * waves), 1.0, 600.0));
+}
+
+void Scheduler::admit_waiting_locked() {
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if ((*it)->out->cancelled()) {
+      GenerationResult r;
+      r.finish = FinishReason::Cancelled;
+      r.prompt_tokens = static_cast<std::int64_t>((*it)->request.prompt.size());
+      (*it)->out->close(std::move(r));
+      ++stats_.requests_cancelled;
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // Strict FIFO: the head waits for room rather than being passed by smaller requests behind it.
+  while (!queue_.empty() && fits_now_locked(queue_.front()->reserved)) {
+    reserved_ += queue_.front()->reserved;
+    ++running_;
+    admitted_.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+}
+
+EngineStats Scheduler::stats() const {
+  std::lock_guard lock(mu_);
+  EngineStats s = stats_;
+  s.requests_running = running_;
+  s.requests_waiting = static_cast<std::int64_t>(queue_.size());
+  s.memory_reserved_bytes = reserved_;
+  s.busy = running_ > 0;
+  return s;
+}
+
+void Scheduler::loop() {
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      admit_waiting_locked();
+      for (auto& s : admitted_) prefilling_.push_back(std::move(s));
+      admitted_.clear();
+      if (stopping_) break;
+      if (prefilling_.empty() && decoding_.empty()) {
+        // Idle. The timeout lets cancelled waiters leave the queue even when nothing else happens.
+        cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return stopping_ || !admitted_.empty(); });
+        continue;
+      }
+    }
+    reap_cancelled();
+    if (prefilling_.empty()) decode_seconds_ = prefill_seconds_ = 0.0;
+    if (prefilling_.empty() && decoding_.empty()) {
+      if (options_.on_idle) options_.on_idle();
+      continue;
+    }
+    // While prompts fill, decode keeps its share of the time; a new prompt starts with a chunk.
+    const bool prefill = !prefilling_.empty() &&
+                         (decoding_.empty() || decode_seconds_ >= options_.decode_share * (decode_seconds_ + prefill_seconds_));
+    const auto t0 = Clock::now();
+    if (prefill) prefill_chunk();
+    else decode_round();
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    (prefill ? prefill_seconds_ : decode_seconds_) += dt;
+    if (prefilling_.empty() && decoding_.empty() && options_.on_idle) options_.on_idle();
+  }
+  // Stopping: every stream ends as cancelled.
+  for (auto& s : prefilling_) finish(*s, FinishReason::Cancelled);
+  for (auto& s : decoding_) finish(*s, FinishReason::Cancelled);
+  prefilling_.clear();
+  decoding_.clear();
+  std::lock_guard lock(mu_);
+  GenerationResult cancelled;
+  cancelled.finish = FinishReason::Cancelled;
+  for (auto& s : admitted_) s->out->close(cancelled);
+  for (auto& s : queue_) s->out->close(cancelled);
+  admitted_.clear();
+  queue_.clear();
+}
+
+void Scheduler::reap_cancelled() {
+  const auto reap = [&](auto& list) {
+    for (auto it = list.begin(); it != list.end();) {
+      if ((*it)->out->cancelled()) {
+        if ((*it)->decoder) (*it)->decoder->cancel();
+        finish(**it, FinishReason::Cancelled);
+        it = list.erase(it);  // its state and cache go with it, now
+      } else {
+        ++it;
+      }
+    }
+  };
+  reap(prefilling_);
+  reap(decoding_);
+}
+
+void Scheduler::prefill_chunk() {
+  Stream& s = *prefilling_.front();
+  const auto& prompt = s.request.prompt;
+  const auto n = static_cast<std::int64_t>(prompt.size());
+  try {
+    if (!s.state) {
+      if (prompt.empty()) throw std::invalid_argument("empty prompt");
+      if (n >= options_.context) throw std::invalid_argument("prompt does not fit the context");
+      s.state = model_.new_state();
+    }
+    // The family's fixed chunk grid: boundaries are a pure function of the token sequence.
+    const std::int64_t chunk = std::max<std::int64_t>(1, model_.info().prefill_chunk);
+    const auto len = std::min(chunk, n - s.prefilled);
+    s.logits = model_.forward(*s.state, std::span<const std::int32_t>(prompt).subspan(
+                                            static_cast<std::size_t>(s.prefilled), static_cast<std::size_t>(len)), 1);
+    s.prefilled += len;
+    if (s.prefilled < n) return;
+    start_decoding(s);
+  } catch (const std::exception& e) {
+    finish(s, FinishReason::Error, e.what());
+    prefilling_.pop_front();
+    return;
+  }
+  decoding_.push_back(std::move(prefilling_.front()));
+  prefilling_.pop_front();
+}
+
+void Scheduler::start_decoding(Stream& s) {
+  const auto& req = s.request;
+  const auto prompt = static_cast<std::int64_t>(req.prompt.size());
+  std::int64_t budget = options_.context - prompt;  // positions left for generated tokens
+  if (req.max_tokens > 0) budget = std::min(budget, req.max_tokens);
+  s.text = text_();
+  s.stops = std::make_unique<StopMatcher>(req.stop);
+  s.settings.sampling = req.sampling;
+  s.settings.seed = req.seed ? *req.seed : seed_from_prompt(req.prompt);
+  s.settings.budget = budget;
+  s.settings.eos = options_.eos;
+  s.settings.max_drafts = req.draft ? options_.max_drafts : 0;
+  s.settings.full_windows = options_.full_windows;
+  Stream* sp = &s;
+  s.decoder = std::make_unique<StreamDecoder>(
+      model_, *s.state, std::move(s.logits), req.prompt, s.settings, s.settings.max_drafts > 0 ? &s.copies : nullptr,
+      [this, sp](std::int32_t token) {
+        if (!sp->first_token_seen) {
+          sp->first_token_seen = true;
+          const double ttft = std::chrono::duration<double>(Clock::now() - sp->submitted).count();
+          std::lock_guard lock(mu_);
+          stats_.time_to_first_token.observe(ttft);
+        }
+        sp->out->push(sp->stops->feed(sp->text->push(token)));
+        return !sp->stops->stopped();
+      });
+}
+
+void Scheduler::decode_round() {
+  // One round for every decoding stream. Inputs are gathered first and results handed back after, so that
+  // a batched forward can later take the whole tick's inputs at once; for now each runs its own forward.
+  struct Work {
+    Stream* stream;
+    RoundInput input;
+  };
+  std::vector<Work> work;
+  std::vector<std::pair<Stream*, std::string>> failed;
+  work.reserve(decoding_.size());
+  for (auto& s : decoding_) {
+    try {
+      if (auto in = s->decoder->next_input()) work.push_back({s.get(), std::move(*in)});
+    } catch (const std::exception& e) {
+      failed.emplace_back(s.get(), e.what());
+    }
+  }
+  for (auto& w : work) {
+    try {
+      w.stream->decoder->accept(run_round(model_, *w.stream->state, w.input));
+    } catch (const std::exception& e) {
+      failed.emplace_back(w.stream, e.what());
+    }
+  }
+  for (auto it = decoding_.begin(); it != decoding_.end();) {
+    Stream& s = **it;
+    const auto f = std::find_if(failed.begin(), failed.end(), [&](const auto& p) { return p.first == &s; });
+    if (f != failed.end()) finish(s, FinishReason::Error, f->second);
+    else if (s.decoder->done()) finish(s, s.decoder->finish());
+    else {
+      ++it;
+      continue;
+    }
+    it = decoding_.erase(it);
+  }
+}
+
+void Scheduler::finish(Stream& s, FinishReason reason, const std::string& error) {
+  GenerationResult result;
+  result.finish = reason;
+  result.error = error;
+  result.prompt_tokens = static_cast<std::int64_t>(s.request.prompt.size());
+  if (s.decoder) {
+    const auto& c = s.decoder->counters();
+    result.completion_tokens = c.emitted;
+    const auto& history = s.decoder->history();
+    result.token_ids.assign(history.begin() + static_cast<std::ptrdiff_t>(s.request.prompt.size()), history.end());
+    result.drafted = c.drafted;
+    result.accepted = c.accepted;
+    result.rounds = c.rounds;
+    if (reason != FinishReason::Cancelled && reason != FinishReason::Error && !s.stops->stopped()) {
+      try {
+        s.out->push(s.stops->feed(s.text->flush()) + s.stops->flush());
+        if (s.stops->stopped()) result.finish = FinishReason::Stop;
+      } catch (const std::exception& e) {
+        result.finish = FinishReason::Error;
+        result.error = e.what();
+      }
+    }
+  }
+  s.decoder.reset();
+  s.state.reset();  // the cache is freed now, not when the list entry goes
+  const double latency = std::chrono::duration<double>(Clock::now() - s.submitted).count();
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.requests_total;
+    stats_.prompt_tokens_total += result.prompt_tokens;
+    stats_.completion_tokens_total += result.completion_tokens;
+    stats_.drafted_total += result.drafted;
+    stats_.accepted_total += result.accepted;
+    stats_.rounds_total += result.rounds;
+    if (result.finish == FinishReason::Cancelled) ++stats_.requests_cancelled;
+    else stats_.e2e_latency.observe(latency);
+    reserved_ -= s.reserved;
+    --running_;
+    admit_waiting_locked();
+  }
+  s.out->close(std::move(result));
+}
+
+}  // namespace tf

@@ -1,0 +1,81 @@
+#pragma once
+// One stream's decode rounds as a step machine (ARCHITECTURE §4), so that a scheduler can advance many
+// streams a round at a time: next_input() samples and emits the token the last round found and proposes
+// drafts, returning the tokens this round must run; the caller runs them (today one forward per stream,
+// later one batched forward over every stream's input of a tick) and hands the result to accept(), which
+// takes the drafts that equal the target's keyed samples and rolls the state back past the first mismatch.
+// decode_stream() (decode_loop.h) is this machine driven in a loop: there is one definition of a round.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "engine/decode_loop.h"
+
+namespace tf {
+
+class Model;
+class SequenceState;
+class DraftSource;
+
+// The forward one round needs: `tokens` at positions state.length().., with the last `rows` positions'
+// results. With `greedy_ids` the result is each row's greedy token id (Model::forward_greedy), else logits.
+struct RoundInput {
+  std::vector<std::int32_t> tokens;
+  std::int64_t rows = 0;
+  bool greedy_ids = false;
+};
+
+struct RoundOutput {
+  std::vector<float> logits;        // [rows, vocab] unless greedy ids
+  std::vector<std::int32_t> ids;    // [rows] with greedy ids
+};
+
+// Runs one round's forward for one stream.
+RoundOutput run_round(Model& model, SequenceState& state, const RoundInput& input);
+
+class StreamDecoder {
+ public:
+  // `logits` is the distribution for position state.length() (the prefill's last row); `history` holds the
+  // prompt. `settings.eos` must outlive the decoder. `on_token` returns false to end the stream (a stop
+  // string completed). The state and drafts are the stream's own and must outlive the decoder.
+  StreamDecoder(Model& model, SequenceState& state, std::vector<float> logits, std::vector<std::int32_t> history,
+                const DecodeSettings& settings, DraftSource* drafts, std::function<bool(std::int32_t)> on_token);
+
+  bool done() const { return done_; }
+  FinishReason finish() const { return finish_; }
+  // Emits the token at state.length() and returns the round's forward; nullopt when the stream ended
+  // (EOS, budget or on_token) with that token.
+  std::optional<RoundInput> next_input();
+  // The forward's result for the input next_input() returned.
+  void accept(RoundOutput output);
+  // Ends the stream as cancelled (the caller polls its client between rounds).
+  void cancel();
+
+  const DecodeCounters& counters() const { return c_; }
+  const std::vector<std::int32_t>& history() const { return history_; }
+  std::vector<std::int32_t> take_history() { return std::move(history_); }
+
+ private:
+  bool emit(std::int32_t t);  // false when the stream ends with it
+  void end(FinishReason r);
+
+  SequenceState& state_;
+  std::size_t vocab_;
+  DecodeSettings s_;
+  DraftSource* drafts_;
+  std::function<bool(std::int32_t)> on_token_;
+  std::vector<float> logits_;
+  std::vector<std::int32_t> history_;
+  bool greedy_ids_;
+  int window_;                        // drafts per round
+  std::optional<std::int32_t> next_;  // the token at state.length(), when the last round found it already
+  std::int64_t round_start_ = 0;      // p: the position of the token the pending round starts with
+  std::size_t proposed_ = 0;          // drafts in the pending round
+  std::vector<std::int32_t> proposal_;
+  DecodeCounters c_;
+  bool done_ = false;
+  FinishReason finish_ = FinishReason::Length;
+};
+
+}  // namespace tf

@@ -1,0 +1,249 @@
+// The scheduler (engine/scheduler.h) over a fake model: interleaved streams equal their solo runs, cancelled
+// streams leave and free their state, admission refuses what never fits and what the queue cannot hold, and
+// the queue is first in, first out.
+#include "engine/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "engine/admission_error.h"
+#include "engine/keyed_noise.h"
+#include "families/model.h"
+
+namespace tf {
+namespace {
+
+constexpr int kVocab = 32;
+std::atomic<int> g_live_states{0};
+
+// Logits at a position are a fixed function of (position, token there, token before), as in
+// decode_loop_test.cpp; a stream whose forward saw another stream's tokens would change them.
+class FakeState final : public SequenceState {
+ public:
+  FakeState() { ++g_live_states; }
+  ~FakeState() override { --g_live_states; }
+  std::vector<std::int32_t> tokens;
+  std::int64_t length() const override { return static_cast<std::int64_t>(tokens.size()); }
+  void truncate(std::int64_t n) override { tokens.resize(static_cast<std::size_t>(n)); }
+  std::size_t bytes() const override { return tokens.size() * 4; }
+};
+
+class FakeModel final : public Model {
+ public:
+  explicit FakeModel(std::int64_t prefill_chunk = 4, int delay_ms = 0) : delay_ms_(delay_ms) {
+    info_.vocab = kVocab;
+    info_.context = 1 << 20;
+    info_.prefill_chunk = prefill_chunk;
+  }
+  const ModelInfo& info() const override { return info_; }
+  std::unique_ptr<SequenceState> new_state() const override { return std::make_unique<FakeState>(); }
+  std::vector<float> forward(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t rows) override {
+    if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
+    auto& st = dynamic_cast<FakeState&>(state);
+    {
+      std::lock_guard lock(mu);
+      if (st.tokens.empty()) started.push_back(tokens[0]);  // a prompt's first chunk: admission order
+      calls.push_back(&state);
+    }
+    std::vector<float> out;
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+      const auto pos = st.length();
+      const std::int32_t prev = st.tokens.empty() ? -1 : st.tokens.back();
+      st.tokens.push_back(tokens[i]);
+      if (static_cast<std::int64_t>(tokens.size() - i) > rows) continue;
+      for (int v = 0; v < kVocab; ++v) {
+        const auto h = mix64(static_cast<std::uint64_t>(pos) * 1000003u ^ static_cast<std::uint64_t>(tokens[i]) * 7919u ^
+                             static_cast<std::uint64_t>(prev + 1) * 104729u ^ static_cast<std::uint64_t>(v));
+        out.push_back(static_cast<float>(h % 1000) / 100.0f);
+      }
+    }
+    return out;
+  }
+  // How often consecutive forwards belonged to different streams.
+  int switches() {
+    std::lock_guard lock(mu);
+    int n = 0;
+    for (std::size_t i = 1; i < calls.size(); ++i) n += calls[i] != calls[i - 1];
+    return n;
+  }
+  std::mutex mu;
+  std::vector<const SequenceState*> calls;
+  std::vector<std::int32_t> started;
+
+ private:
+  ModelInfo info_;
+  int delay_ms_;
+};
+
+class FakeText final : public TokenText {
+ public:
+  std::string push(std::int32_t t) override { return "<" + std::to_string(t) + ">"; }
+  std::string flush() override { return ""; }
+};
+
+SchedulerOptions options(int parallel, std::size_t max_queue = 64) {
+  SchedulerOptions o;
+  o.parallel = parallel;
+  o.max_queue = max_queue;
+  o.context = 4096;
+  o.max_drafts = 4;
+  o.memory.budget_bytes = std::size_t{1} << 40;
+  o.memory.weight_bytes = 1000;
+  o.memory.state_bytes_per_token = 16;
+  o.memory.workspace_bytes = 64;
+  return o;
+}
+
+std::unique_ptr<Scheduler> make(FakeModel& model, SchedulerOptions o) {
+  return std::make_unique<Scheduler>(model, std::move(o), [] { return std::make_unique<FakeText>(); });
+}
+
+struct Reply {
+  std::string text;
+  GenerationResult result;
+};
+
+Reply collect(GenerationStream& s) {
+  Reply r;
+  std::string piece;
+  while (s.next(piece)) r.text += piece;
+  r.result = s.result();
+  return r;
+}
+
+GenerationRequest request(int i) {
+  GenerationRequest r;
+  // Different prompts (some repetitive, so context copies draft), lengths, seeds and temperatures.
+  for (int k = 0; k < 5 + 3 * i; ++k) r.prompt.push_back(static_cast<std::int32_t>((k * (i + 1)) % (i % 3 == 0 ? 4 : 29)));
+  r.sampling.temperature = i % 3 == 0 ? 0.0f : (i % 3 == 1 ? 0.7f : 1.0f);
+  if (i % 2 == 0) r.seed = 100 + static_cast<std::uint64_t>(i);
+  r.max_tokens = 10 + 7 * (i % 4);
+  r.draft = i % 4 != 1;
+  if (i == 5) r.stop = {"<3>"};
+  return r;
+}
+
+TEST(Scheduler, InterleavedStreamsEqualTheirSoloRuns) {
+  constexpr int kStreams = 8;
+  std::vector<Reply> solo;
+  {
+    FakeModel model;
+    auto s = make(model, options(1));
+    for (int i = 0; i < kStreams; ++i) solo.push_back(collect(*s->submit(request(i))));
+  }
+  FakeModel model;
+  auto s = make(model, options(kStreams));
+  std::vector<std::shared_ptr<GenerationStream>> streams;
+  for (int i = 0; i < kStreams; ++i) streams.push_back(s->submit(request(i)));
+  std::int64_t drafted = 0;
+  for (int i = 0; i < kStreams; ++i) {
+    const Reply r = collect(*streams[static_cast<std::size_t>(i)]);
+    const Reply& want = solo[static_cast<std::size_t>(i)];
+    EXPECT_EQ(r.result.token_ids, want.result.token_ids) << "stream " << i;
+    EXPECT_EQ(r.text, want.text) << "stream " << i;
+    EXPECT_EQ(r.result.finish, want.result.finish) << "stream " << i;
+    EXPECT_EQ(r.result.completion_tokens, want.result.completion_tokens) << "stream " << i;
+    EXPECT_FALSE(r.result.token_ids.empty());
+    drafted += r.result.drafted;
+  }
+  EXPECT_GT(drafted, 0);                     // some streams drafted
+  EXPECT_EQ(solo[1].result.drafted, 0);      // draft: false decodes serially
+  EXPECT_EQ(solo[5].result.finish, FinishReason::Stop);
+  // The rounds really interleaved: consecutive forwards kept changing stream.
+  EXPECT_GT(model.switches(), 8 * kStreams);
+  const auto st = s->stats();
+  EXPECT_EQ(st.requests_total, kStreams);
+  EXPECT_EQ(st.requests_running, 0);
+  EXPECT_EQ(st.time_to_first_token.count, kStreams);
+}
+
+TEST(Scheduler, CancelledStreamsLeaveAndFreeTheirState) {
+  FakeModel model(4, /*delay_ms=*/2);
+  auto s = make(model, options(2, 8));
+  GenerationRequest long_one = request(2);
+  long_one.max_tokens = 100000;
+  auto a = s->submit(long_one);
+  auto b = s->submit(long_one);
+  auto queued = s->submit(long_one);  // both slots taken: it waits
+  std::string piece;
+  ASSERT_TRUE(a->next(piece));
+  ASSERT_TRUE(b->next(piece));
+  EXPECT_EQ(s->stats().requests_waiting, 1);
+  EXPECT_EQ(g_live_states.load(), 2);
+  queued->cancel();  // leaves the queue without ever running
+  a->cancel();
+  const Reply ra = collect(*a);
+  EXPECT_EQ(ra.result.finish, FinishReason::Cancelled);
+  EXPECT_EQ(collect(*queued).result.finish, FinishReason::Cancelled);
+  // a's state is gone as it closes; b still runs, alone.
+  EXPECT_EQ(g_live_states.load(), 1);
+  auto st = s->stats();
+  EXPECT_EQ(st.requests_running, 1);
+  EXPECT_EQ(st.requests_waiting, 0);
+  EXPECT_EQ(st.memory_reserved_bytes, options(2).memory.request_bytes(s->request_tokens(long_one)));
+  b->cancel();
+  EXPECT_EQ(collect(*b).result.finish, FinishReason::Cancelled);
+  EXPECT_EQ(g_live_states.load(), 0);
+  st = s->stats();
+  EXPECT_EQ(st.requests_running, 0);
+  EXPECT_EQ(st.memory_reserved_bytes, 0u);
+  EXPECT_EQ(st.requests_cancelled, 3);
+}
+
+TEST(Scheduler, AdmissionRefusesWhatNeverFitsAndBeyondTheQueue) {
+  FakeModel model(4, /*delay_ms=*/2);
+  auto o = options(1, 1);
+  o.memory.budget_bytes = o.memory.weight_bytes + o.memory.workspace_bytes + 100 * o.memory.state_bytes_per_token;
+  auto s = make(model, o);
+  GenerationRequest big = request(0);
+  big.max_tokens = 101 - static_cast<std::int64_t>(big.prompt.size());  // 101 tokens: one too many
+  try {
+    s->submit(big);
+    FAIL() << "a request over the budget was admitted";
+  } catch (const AdmissionError& e) {
+    EXPECT_EQ(e.kind(), AdmissionError::Kind::NeverFits);
+    EXPECT_EQ(e.fits_tokens(), 100);
+    EXPECT_NE(std::string(e.what()).find("at most 100 tokens"), std::string::npos) << e.what();
+  }
+  big.max_tokens -= 1;  // exactly 100 fits
+  auto a = s->submit(big);
+  auto b = s->submit(big);  // waits for a's memory and slot
+  try {
+    s->submit(big);
+    FAIL() << "a request beyond the queue bound was queued";
+  } catch (const AdmissionError& e) {
+    EXPECT_EQ(e.kind(), AdmissionError::Kind::QueueFull);
+    EXPECT_GE(e.retry_after_s(), 1);
+  }
+  EXPECT_EQ(collect(*a).result.finish, FinishReason::Length);
+  EXPECT_EQ(collect(*b).result.finish, FinishReason::Length);
+  EXPECT_EQ(s->stats().requests_refused, 2);
+}
+
+TEST(Scheduler, QueueIsFirstInFirstOut) {
+  FakeModel model(4, /*delay_ms=*/5);
+  auto o = options(4);
+  // Memory for one request at a time, so that every later one waits in the queue.
+  o.memory.budget_bytes = o.memory.weight_bytes + o.memory.workspace_bytes + 60 * o.memory.state_bytes_per_token;
+  auto s = make(model, o);
+  std::vector<std::shared_ptr<GenerationStream>> streams;
+  std::vector<std::int32_t> firsts;
+  for (int i = 0; i < 5; ++i) {
+    GenerationRequest r;
+    r.prompt = {static_cast<std::int32_t>(10 + i), 1, 2};
+    r.max_tokens = i == 1 ? 50 : 5;  // a big one second: the small ones behind it do not pass it
+    r.sampling.temperature = 0.0f;
+    firsts.push_back(r.prompt[0]);
+    streams.push_back(s->submit(r));
+  }
+  EXPECT_EQ(s->stats().requests_waiting, 4);
+  for (auto& st : streams) collect(*st);
+  std::lock_guard lock(model.mu);
+  EXPECT_EQ(model.started, firsts);
+}
+
+}  // namespace
+}  // namespace tf
