@@ -7,13 +7,14 @@
 #include "engine/drafting/context_copy.h"
 #include "engine/drafting/draft_source.h"
 #include "engine/keyed_noise.h"
+#include "fake_logits.h"
 #include "engine/sampler.h"
 #include "families/model.h"
 
 namespace tf {
 namespace {
 
-constexpr int kVocab = 32;
+constexpr int kVocab = test::kFakeVocab;
 
 // A fake target: the logits at a position are a fixed function of (position, token there, token before).
 // A state that keeps stale tokens after a rollback, or a row taken for the wrong position, changes them.
@@ -44,11 +45,7 @@ class FakeModel final : public Model {
       const std::int32_t prev = st.tokens.empty() ? -1 : st.tokens.back();
       st.tokens.push_back(tokens[i]);
       if (static_cast<std::int64_t>(tokens.size() - i) > rows) continue;
-      for (int v = 0; v < kVocab; ++v) {
-        const auto h = mix64(static_cast<std::uint64_t>(pos) * 1000003u ^ static_cast<std::uint64_t>(tokens[i]) * 7919u ^
-                             static_cast<std::uint64_t>(prev + 1) * 104729u ^ static_cast<std::uint64_t>(v));
-        out.push_back(static_cast<float>(h % 1000) / 100.0f);
-      }
+      test::append_fake_logits(out, pos, tokens[i], prev);
     }
     ++forwards;
     return out;

@@ -11,12 +11,13 @@
 
 #include "engine/admission_error.h"
 #include "engine/keyed_noise.h"
+#include "fake_logits.h"
 #include "families/model.h"
 
 namespace tf {
 namespace {
 
-constexpr int kVocab = 32;
+constexpr int kVocab = test::kFakeVocab;
 std::atomic<int> g_live_states{0};
 
 // Logits at a position are a fixed function of (position, token there, token before), as in
@@ -54,11 +55,7 @@ class FakeModel final : public Model {
       const std::int32_t prev = st.tokens.empty() ? -1 : st.tokens.back();
       st.tokens.push_back(tokens[i]);
       if (static_cast<std::int64_t>(tokens.size() - i) > rows) continue;
-      for (int v = 0; v < kVocab; ++v) {
-        const auto h = mix64(static_cast<std::uint64_t>(pos) * 1000003u ^ static_cast<std::uint64_t>(tokens[i]) * 7919u ^
-                             static_cast<std::uint64_t>(prev + 1) * 104729u ^ static_cast<std::uint64_t>(v));
-        out.push_back(static_cast<float>(h % 1000) / 100.0f);
-      }
+      test::append_fake_logits(out, pos, tokens[i], prev);
     }
     return out;
   }
