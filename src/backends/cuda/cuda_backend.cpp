@@ -209,6 +209,7 @@ class CudaBackendImpl final : public CudaBackend {
     cudaFreeHost(dyn_host_);
     cudaFreeHost(stage_);
     cudaFree(argmax_dev_);
+    cudaFree(imma_scratch_);
     cudaFree(attn_work_);
     cudaFree(attn_counters_);
     for (auto& [k, p] : rope_tables_) cudaFree(p);
@@ -357,6 +358,15 @@ class CudaBackendImpl final : public CudaBackend {
   DeviceWeight counted(DeviceWeight d) {
     for (const Tensor* t : {&d.data, &d.scales, &d.biases})
       if (*t) weight_bytes_ += blob(*t)->bytes;
+    // The integer matmul's x scratch grows with the widest K seen, here at load rather than inside a tape
+    // (graphs hold the pointer: it is part of their key, so a graph made before a regrowth never replays).
+    if (const std::size_t need = cuda::decode_linear_scratch_bytes(weight_view(d)); need > imma_scratch_bytes_) {
+      cudaFree(imma_scratch_);
+      imma_scratch_ = nullptr;
+      imma_scratch_bytes_ = 0;
+      TF_CK(cudaMalloc(&imma_scratch_, need));
+      imma_scratch_bytes_ = need;
+    }
     return d;
   }
 
@@ -1179,9 +1189,11 @@ class CudaBackendImpl final : public CudaBackend {
               args.x = in_ptr(nrm.a);
             }
           }
+          args.imma_scratch = imma_scratch_;
+          args.imma_scratch_bytes = imma_scratch_bytes_;
           launches.push_back({[=](cudaStream_t s) { cuda::decode_linear(args, s); }});
           K({2, P(args.x), static_cast<std::uint64_t>(args.rows), static_cast<std::uint64_t>(args.segments),
-             P(args.swiglu_out)});
+             P(args.swiglu_out), P(args.imma_scratch)});
           for (int s = 0; s < args.segments; ++s)
             K({P(args.seg[s].w.data), P(args.seg[s].w.scales), P(args.seg[s].out), static_cast<std::uint64_t>(args.seg[s].w.rows)});
           break;
@@ -1379,6 +1391,8 @@ class CudaBackendImpl final : public CudaBackend {
   void* dyn_host_ = nullptr;
   std::size_t dyn_bytes_ = 0;
   void* stage_ = nullptr;
+  void* imma_scratch_ = nullptr;  // the integer matmul's x terms, prepared once per launch (DecodeLinearArgs::imma_scratch)
+  std::size_t imma_scratch_bytes_ = 0;
   void* argmax_dev_ = nullptr;  // argmax_rows' ids on the device
   std::size_t argmax_bytes_ = 0;
   std::size_t stage_bytes_ = 0;

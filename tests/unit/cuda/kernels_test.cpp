@@ -59,9 +59,21 @@ TEST(CudaKernels, DecodeLinearMatchesFloat64) {
       a.rows = rows;
       a.seg[0] = {dw.view, dy.p, c.n};
       decode_linear(a, nullptr);
-      const double e = rel_err(dy.download(), ref_linear(x, rows, hw));
+      const auto got = dy.download();
+      const double e = rel_err(got, ref_linear(x, rows, hw));
       EXPECT_LT(e, dw.view.tiled ? kTiledTol : kF32Tol) << name(c) << " rows " << rows;
       worst = std::max(worst, e);
+      // With scratch, the integer kernel prepares x once per launch: the same bits.
+      if (const std::size_t scratch = decode_linear_scratch_bytes(dw.view); scratch > 0) {
+        DevBuf<std::uint8_t> sb(scratch);
+        DevBuf<float> dy2(static_cast<std::size_t>(rows * c.n));
+        a.seg[0].out = dy2.p;
+        a.imma_scratch = sb.p;
+        a.imma_scratch_bytes = scratch;
+        decode_linear(a, nullptr);
+        const auto got2 = dy2.download();
+        EXPECT_TRUE(same_bits(got.data(), got2.data(), got.size())) << name(c) << " rows " << rows << ": x prepared per launch";
+      }
     }
   }
   std::printf("[ decode ] largest relative error against float64 over all cases: %.3g\n", worst);

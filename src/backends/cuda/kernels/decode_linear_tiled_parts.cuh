@@ -23,6 +23,7 @@ struct TiledArgs {
   std::int64_t groups_per_row = 0;
   std::int64_t seg_tiles[3] = {0, 0, 0};
   std::int64_t tiles = 0;     // tiles the grid covers (the gate's tiles with the swiglu epilogue)
+  const void* prepared = nullptr;  // the integer kernel's x terms, prepared once for the launch (or null)
 };
 
 // A scale and a bias, kept as loaded (two 16-bit values in one register, or two floats).
@@ -147,6 +148,7 @@ inline int tiled_max_warps() {
 // The integer tensor-core kernel (decode_linear_imma.cu): which weights it takes (a function of the weight's
 // format and K alone; TF_CUDA_IMMA=0 turns it off for A/B runs) and its launch.
 bool imma_eligible(const WeightView& w);
+std::size_t imma_scratch_bytes(std::int64_t cols);
 void decode_linear_imma(const TiledArgs& ta, cudaStream_t s);
 
 }  // namespace tf::cuda::tiled

@@ -61,6 +61,11 @@ struct DecodeLinearArgs {
   const float* norm_b = nullptr;
   float* norm_sum = nullptr;
   float norm_eps = 0.0f;
+  // Device scratch of decode_linear_scratch_bytes(weight) bytes, or null: with it, the integer tensor-core
+  // kernel prepares x once for the launch (a small kernel first) instead of once per block (same bits).
+  // Launches on one stream may share it.
+  void* imma_scratch = nullptr;
+  std::size_t imma_scratch_bytes = 0;
 };
 // The widest input for which decode_linear fuses an RMSNorm into an untiled weight (every warp re-reads its
 // rows of x); tiled weights on the bf16 tensor-core kernel fuse it at any width (once per block).
@@ -70,6 +75,8 @@ bool decode_linear_supported(const WeightView& w);
 // bf16 tensor-core kernel, untiled ones up to kMaxFusedNormCols; never the integer tensor-core kernel
 // (tiled 4-bit, groups of 32/64, K > kMaxFusedNormCols), whose x terms are made per warp.
 bool decode_linear_takes_norm(const WeightView& w);
+// The scratch a decode_linear call of this weight can use (DecodeLinearArgs::imma_scratch); 0: none.
+std::size_t decode_linear_scratch_bytes(const WeightView& w);
 void decode_linear(const DecodeLinearArgs& a, cudaStream_t s);
 // The number of threads that share one weight row in decode_linear (a function of the weight shape only).
 int decode_linear_threads(const WeightView& w);
