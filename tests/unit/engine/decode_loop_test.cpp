@@ -39,14 +39,7 @@ class FakeModel final : public Model {
   std::unique_ptr<SequenceState> new_state() const override { return std::make_unique<FakeState>(); }
   std::vector<float> forward(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t rows) override {
     auto& st = dynamic_cast<FakeState&>(state);
-    std::vector<float> out;
-    for (std::size_t i = 0; i < tokens.size(); ++i) {
-      const auto pos = st.length();
-      const std::int32_t prev = st.tokens.empty() ? -1 : st.tokens.back();
-      st.tokens.push_back(tokens[i]);
-      if (static_cast<std::int64_t>(tokens.size() - i) > rows) continue;
-      test::append_fake_logits(out, pos, tokens[i], prev);
-    }
+    auto out = test::fake_forward(st.tokens, tokens, rows);
     ++forwards;
     return out;
   }

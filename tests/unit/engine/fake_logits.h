@@ -3,6 +3,7 @@
 // (position, token there, token before), so a state that kept stale tokens after a rollback, a row taken for
 // the wrong position, or a stream that saw another stream's tokens changes it.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "engine/keyed_noise.h"
@@ -17,6 +18,21 @@ inline void append_fake_logits(std::vector<float>& out, std::int64_t pos, std::i
                          static_cast<std::uint64_t>(prev + 1) * 104729u ^ static_cast<std::uint64_t>(v));
     out.push_back(static_cast<float>(h % 1000) / 100.0f);
   }
+}
+
+// The fake forward: appends `tokens` to the stream's `history` (what its state holds) and returns the logits
+// of the last `rows` of them.
+inline std::vector<float> fake_forward(std::vector<std::int32_t>& history, std::span<const std::int32_t> tokens,
+                                       std::int64_t rows) {
+  std::vector<float> out;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    const auto pos = static_cast<std::int64_t>(history.size());
+    const std::int32_t prev = history.empty() ? -1 : history.back();
+    history.push_back(tokens[i]);
+    if (static_cast<std::int64_t>(tokens.size() - i) > rows) continue;
+    append_fake_logits(out, pos, tokens[i], prev);
+  }
+  return out;
 }
 
 }  // namespace tf::test

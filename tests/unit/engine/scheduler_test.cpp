@@ -49,14 +49,7 @@ class FakeModel final : public Model {
       if (st.tokens.empty()) started.push_back(tokens[0]);  // a prompt's first chunk: admission order
       calls.push_back(&state);
     }
-    std::vector<float> out;
-    for (std::size_t i = 0; i < tokens.size(); ++i) {
-      const auto pos = st.length();
-      const std::int32_t prev = st.tokens.empty() ? -1 : st.tokens.back();
-      st.tokens.push_back(tokens[i]);
-      if (static_cast<std::int64_t>(tokens.size() - i) > rows) continue;
-      test::append_fake_logits(out, pos, tokens[i], prev);
-    }
+    auto out = test::fake_forward(st.tokens, tokens, rows);
     return out;
   }
   // How often consecutive forwards belonged to different streams.
