@@ -1,7 +1,7 @@
 #pragma once
-// A llama-shaped model whose weights are generated on the device (never stored), run through the Backend
-// interface with the same op sequence as src/families/llama/llama_model.cpp. Used by the CUDA benchmarks
-// (8B and 27B-class shapes) and by the CUDA backend's invariance tests.
+// A llama-shaped model whose weights are generated on the device (never stored), run by the llama family's
+// own forward pass (src/families/llama/llama_forward.h). Used by the CUDA benchmarks (8B and 27B-class
+// shapes) and by the CUDA backend's invariance tests.
 #include <cmath>
 #include <cstdint>
 #include <span>
@@ -9,6 +9,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/cuda_backend.h"
+#include "families/llama/llama_forward.h"
 
 namespace tf::bench {
 
@@ -30,9 +31,9 @@ class RandomLlama {
     auto w = [&](std::int64_t rows, std::int64_t cols, int bits) {
       return b_.random_weight(rows, cols, bits, s_.group, s_.scale_type, k += 7919);
     };
-    embed_ = w(s.vocab, s.hidden, s.embed_bits);
+    w_.embed = w(s.vocab, s.hidden, s.embed_bits);
     for (std::int64_t i = 0; i < s.layers; ++i) {
-      Layer l;
+      LlamaLayerWeights l;
       l.attn_norm = w(1, s.hidden, 0);
       l.q = w(s.heads * s.head_dim, s.hidden, s.bits);
       l.k = w(s.kv_heads * s.head_dim, s.hidden, s.bits);
@@ -42,20 +43,21 @@ class RandomLlama {
       l.gate = w(s.ffn, s.hidden, s.bits);
       l.up = w(s.ffn, s.hidden, s.bits);
       l.down = w(s.hidden, s.ffn, s.bits);
-      layers_.push_back(std::move(l));
+      w_.layers.push_back(std::move(l));
     }
-    final_norm_ = w(1, s.hidden, 0);
-    output_ = s.tied ? embed_ : w(s.vocab, s.hidden, s.bits);
-    rope_.base = s.rope_base;
-    rope_.interleaved = s.interleaved;
-    attn_.heads = static_cast<int>(s.heads);
-    attn_.kv_heads = static_cast<int>(s.kv_heads);
-    attn_.head_dim = static_cast<int>(s.head_dim);
-    attn_.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+    w_.final_norm = w(1, s.hidden, 0);
+    w_.output = s.tied ? w_.embed : w(s.vocab, s.hidden, s.bits);
+    w_.rope.base = s.rope_base;
+    w_.rope.interleaved = s.interleaved;
+    w_.attn.heads = static_cast<int>(s.heads);
+    w_.attn.kv_heads = static_cast<int>(s.kv_heads);
+    w_.attn.head_dim = static_cast<int>(s.head_dim);
+    w_.attn.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+    w_.rms_eps = 1e-5f;
   }
 
   std::unique_ptr<KvCache> new_cache() const {
-    return b_.new_kv_cache(static_cast<int>(s_.layers), attn_.kv_heads, attn_.head_dim);
+    return b_.new_kv_cache(static_cast<int>(s_.layers), w_.attn.kv_heads, w_.attn.head_dim);
   }
 
   // Runs tokens at positions kv.length() .., returns the logits of the last logit_rows positions.
@@ -68,22 +70,16 @@ class RandomLlama {
     return b_.argmax_rows(logits(kv, tokens, rows));
   }
   Tensor logits(KvCache& kv, std::span<const std::int32_t> tokens, std::int64_t logit_rows) {
-    const std::int64_t start = kv.length();
-    Backend& b = b_;
-    Tensor x = b.embed(embed_, tokens);
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      const auto& l = layers_[i];
-      Tensor h = b.rms_norm(x, l.attn_norm, 1e-5f);
-      Tensor q = b.rope(b.linear(h, l.q), attn_.heads, attn_.head_dim, start, rope_);
-      Tensor k = b.rope(b.linear(h, l.k), attn_.kv_heads, attn_.head_dim, start, rope_);
-      Tensor v = b.linear(h, l.v);
-      Tensor a = b.attend(kv, static_cast<int>(i), q, k, v, start, attn_);
-      x = b.add(x, b.linear(a, l.o));
-      h = b.rms_norm(x, l.mlp_norm, 1e-5f);
-      x = b.add(x, b.linear(b.swiglu(b.linear(h, l.gate), b.linear(h, l.up)), l.down));
-    }
-    Tensor last = b.last_rows(x, logit_rows);
-    return b.linear(b.rms_norm(last, final_norm_, 1e-5f), output_);
+    const LlamaPart part{&kv, tokens};
+    return llama_logits(b_, w_, std::span<const LlamaPart>(&part, 1), logit_rows);
+  }
+  // A shared round: every part's rows in one forward pass, each row's greedy token (parts' rows in order).
+  std::vector<std::int32_t> forward_greedy_parts(std::span<const LlamaPart> parts) {
+    return b_.argmax_rows(llama_logits(b_, w_, parts, 0));
+  }
+  // The same, logits of every row.
+  std::vector<float> forward_parts(std::span<const LlamaPart> parts) {
+    return b_.to_host(llama_logits(b_, w_, parts, 0));
   }
 
   // Weight bytes one decode step reads: every linear weight once (codes, scales, biases) and one embedding row.
@@ -96,11 +92,11 @@ class RandomLlama {
       const double sb = s_.scale_type == HostDType::F32 ? 4.0 : 2.0;
       return elems * w.bits / 8.0 + 2.0 * groups * sb;
     };
-    for (const auto& l : layers_)
+    for (const auto& l : w_.layers)
       for (const DeviceWeight* w : {&l.attn_norm, &l.q, &l.k, &l.v, &l.o, &l.mlp_norm, &l.gate, &l.up, &l.down})
         total += bytes(*w);
-    total += bytes(final_norm_) + bytes(output_);
-    total += bytes(embed_) / static_cast<double>(embed_.rows);
+    total += bytes(w_.final_norm) + bytes(w_.output);
+    total += bytes(w_.embed) / static_cast<double>(w_.embed.rows);
     return total;
   }
   // KV bytes one decode step reads at context length `ctx` (float32 K and V of every layer).
@@ -111,15 +107,9 @@ class RandomLlama {
   const LlamaShape& shape() const { return s_; }
 
  private:
-  struct Layer {
-    DeviceWeight attn_norm, q, k, v, o, mlp_norm, gate, up, down;
-  };
   CudaBackend& b_;
   LlamaShape s_;
-  DeviceWeight embed_, final_norm_, output_;
-  std::vector<Layer> layers_;
-  RopeSpec rope_;
-  AttentionSpec attn_;
+  LlamaWeights w_;
 };
 
 }  // namespace tf::bench

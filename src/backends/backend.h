@@ -60,6 +60,14 @@ class KvCache {
   virtual std::size_t bytes() const = 0;  // device memory held
 };
 
+// One stream's rows inside a call: `rows` consecutive rows at positions start .. start + rows - 1 of `cache`
+// (rope ignores the cache). Runs follow each other in the call's row order.
+struct StreamRows {
+  KvCache* cache = nullptr;
+  std::int64_t start = 0;
+  std::int64_t rows = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -75,12 +83,18 @@ class Backend {
   virtual Tensor linear(const Tensor& x, const DeviceWeight& w) = 0;
   virtual Tensor add(const Tensor& a, const Tensor& b) = 0;
   virtual Tensor swiglu(const Tensor& gate, const Tensor& up) = 0;  // silu(gate) * up
-  // Rotates x [n, heads * head_dim] for absolute positions start .. start + n - 1.
-  virtual Tensor rope(const Tensor& x, int heads, int head_dim, std::int64_t start, const RopeSpec& spec) = 0;
-  // Writes k, v [n, kv_heads * head_dim] into `layer` of the cache at positions start.., then attends q
-  // [n, heads * head_dim] causally over positions 0 .. start + n - 1. Returns [n, heads * head_dim].
-  virtual Tensor attend(KvCache& cache, int layer, const Tensor& q, const Tensor& k, const Tensor& v,
-                        std::int64_t start, const AttentionSpec& spec) = 0;
+  // Rotates x [n, heads * head_dim]: the rows of each run in turn, run r's rows at absolute positions
+  // runs[r].start .. start + rows - 1 (one run for one stream; one per stream in a shared round).
+  virtual Tensor rope(const Tensor& x, int heads, int head_dim, std::span<const StreamRows> runs,
+                      const RopeSpec& spec) = 0;
+  // Each run's rows of q, k, v [n, heads * head_dim] belong to one stream: its k and v are written into
+  // `layer` of runs[r].cache at positions start.., and its queries attend causally over that cache's
+  // positions 0 .. start + rows - 1. A row's result depends on its own stream only. Returns [n, heads * head_dim].
+  virtual Tensor attend(std::span<const StreamRows> runs, int layer, const Tensor& q, const Tensor& k,
+                        const Tensor& v, const AttentionSpec& spec) = 0;
+  // Calls with at most this many rows compute every row with the same bits whatever the rows beside it
+  // (decode and verify kernels; longer calls may take faster prefill paths). 1: no such guarantee.
+  virtual std::int64_t invariant_rows() const { return 1; }
   // The last `n` rows of x.
   virtual Tensor last_rows(const Tensor& x, std::int64_t n) = 0;
   // Evaluates x and copies it to the host as float32, row-major.

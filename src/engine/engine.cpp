@@ -108,9 +108,13 @@ Engine::Engine(const EngineOptions& o) {
   if (o.drafter != "auto" && o.drafter != "none" && o.drafter != "copies")
     throw std::runtime_error("unknown drafter '" + o.drafter + "' (auto, none, copies)");
   drafter_ = o.drafter == "none" ? "none" : "copies";
-  if (drafter_ != "none" && o.max_drafts > 0) {
-    // Serve only the verify widths whose logits equal serial decoding bit for bit.
-    row_check_ = check_verify_rows(*model_, 1 + o.max_drafts);
+  const int parallel = o.parallel > 0 ? o.parallel : (backend_->name() == "cuda" ? 16 : 4);
+  // Serve only the verify widths whose logits equal serial decoding bit for bit, and share rounds of several
+  // streams in one forward pass only where every row of a shared round equals serial decoding.
+  const int window = drafter_ != "none" && o.max_drafts > 0 ? 1 + o.max_drafts : 0;
+  const std::int64_t shared = parallel > 1 ? model_->shared_round_rows() : 0;
+  if (window >= 2 || shared >= 2) row_check_ = check_rows(*model_, window, shared);
+  if (window >= 2) {
     max_drafts_ = row_check_.max_window - 1;
     // Where verify windows were timed, serve the width that verifies the most tokens per unit of time if
     // every draft were right (a backend's row tiles make some widths cheap: on CUDA 8 rows share one pass
@@ -129,7 +133,7 @@ Engine::Engine(const EngineOptions& o) {
       full_windows_ = v[0] == '1';
   }
   SchedulerOptions so;
-  so.parallel = o.parallel > 0 ? o.parallel : (backend_->name() == "cuda" ? 16 : 4);
+  so.parallel = parallel;
   so.decode_share = o.decode_share;
   so.max_queue = o.max_queue;
   so.context = context_;
@@ -137,6 +141,7 @@ Engine::Engine(const EngineOptions& o) {
   so.max_drafts = max_drafts_;
   so.full_windows = full_windows_;
   so.memory = plan_memory();
+  so.shared_rows = row_check_.shared_rows;
   // Idle again: freed caches and activations go back to the system (MLX keeps freed buffers for reuse, and
   // glibc keeps freed heap in its arenas), so that a server's resident memory returns to its idle level.
   Backend* backend = backend_.get();
@@ -186,12 +191,16 @@ const MemoryPlan& Engine::memory_plan() const { return scheduler_->options().mem
 std::string Engine::concurrency_summary() const {
   const auto& o = scheduler_->options();
   const auto& m = o.memory;
+  const std::string sharing =
+      o.shared_rows > 0 ? fmt::format("rounds shared: one forward pass of up to {} rows; row check: shared rounds "
+                                      "equal serial decoding bit for bit", o.shared_rows)
+      : row_check_.shared_checked ? "one forward per stream: the row check found shared rounds differing from serial decoding"
+                        : "one forward per stream";
   return fmt::format(
-      "up to {} streams at once (decode keeps {:.0f}% of the time while prompts fill; one forward per stream), "
-      "{} more queued\n"
+      "up to {} streams at once ({}; decode keeps {:.0f}% of the time while prompts fill), {} more queued\n"
       "  memory    budget {} bytes ({:.2f} GiB, {}); weights {} bytes; a request reserves {} bytes per token "
       "(prompt plus completion) + {} bytes of prefill workspace; one request fits up to {} tokens",
-      o.parallel, o.decode_share * 100.0, o.max_queue, m.budget_bytes, gib(m.budget_bytes), m.budget_source,
+      o.parallel, sharing, o.decode_share * 100.0, o.max_queue, m.budget_bytes, gib(m.budget_bytes), m.budget_source,
       m.weight_bytes, m.state_bytes_per_token, m.workspace_bytes, std::min(m.max_tokens_alone(), context_));
 }
 

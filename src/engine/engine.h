@@ -50,6 +50,8 @@ struct RowCheckReport {
   // Wall time of a forward of w rows over one of 1 row, for w = 2..max_window (index w - 2), measured after
   // the check on a backend whose 1-row forward is fast (empty otherwise: timing would slow startup).
   std::vector<double> costs;
+  bool shared_checked = false;    // the shared-round check ran
+  std::int64_t shared_rows = 0;   // rows a shared round may hold (0: the check failed or did not run)
 };
 
 class Engine {

@@ -47,38 +47,101 @@ std::vector<double> time_widths(Model& model, std::span<const std::int32_t> toke
   return costs;
 }
 
+// The checks' fixed, model-independent token sequence: 12 tokens of context, then the checked positions.
+std::vector<std::int32_t> check_tokens(const Model& model, int checked) {
+  const auto vocab = static_cast<int>(model.info().vocab);
+  std::vector<std::int32_t> tokens;
+  for (int i = 0; i < 12 + checked; ++i) tokens.push_back(static_cast<std::int32_t>((1000 + 7919 * i) % vocab));
+  return tokens;
+}
+
+// Serial decoding's logits: the 12-token context as one forward, then one token per forward; row i is the
+// distribution after token 12 + i.
+std::vector<std::vector<float>> serial_logits(Model& model, std::span<const std::int32_t> tokens, int n) {
+  std::vector<std::vector<float>> serial;
+  auto state = model.new_state();
+  model.forward(*state, tokens.first(12), 1);
+  for (int i = 0; i < n; ++i) serial.push_back(model.forward(*state, tokens.subspan(12 + static_cast<std::size_t>(i), 1), 1));
+  return serial;
+}
+
+bool same_row(const float* got, const std::vector<float>& want) {
+  return std::memcmp(got, want.data(), want.size() * sizeof(float)) == 0;
+}
+
 }  // namespace
 
-RowCheckReport check_verify_rows(Model& model, int max_window) {
+namespace {
+
+// The shared-round check: stream s first runs 12 + s % 3 tokens of context (so that the streams sit at
+// different positions), then a window of the next widths[s] tokens, the windows filling max_rows, all in one
+// Model::forward_parts; every row must equal serial decoding.
+struct SharedLayout {
+  std::vector<int> widths, skips;
+  int checked = 0;  // serial rows the comparison needs
+};
+SharedLayout shared_layout(std::int64_t max_rows) {
+  constexpr int kPattern[] = {1, 3, 1, 5, 2, 4};
+  SharedLayout l;
+  for (std::int64_t rows = 0; rows < max_rows;) {
+    const int s = static_cast<int>(l.widths.size());
+    l.widths.push_back(static_cast<int>(std::min<std::int64_t>(kPattern[s % 6], max_rows - rows)));
+    l.skips.push_back(s % 3);
+    l.checked = std::max(l.checked, l.skips.back() + l.widths.back());
+    rows += l.widths.back();
+  }
+  return l;
+}
+
+bool shared_rounds_same(Model& model, std::span<const std::int32_t> all, const SharedLayout& l,
+                        const std::vector<std::vector<float>>& serial) {
+  std::vector<std::unique_ptr<SequenceState>> states;
+  std::vector<ForwardPart> parts;
+  for (std::size_t s = 0; s < l.widths.size(); ++s) {
+    const auto context = 12 + static_cast<std::size_t>(l.skips[s]);
+    states.push_back(model.new_state());
+    model.forward(*states.back(), all.first(context), 1);
+    parts.push_back({states.back().get(), all.subspan(context, static_cast<std::size_t>(l.widths[s])), false});
+  }
+  const auto out = model.forward_parts(parts);
+  const auto vocab = static_cast<std::size_t>(model.info().vocab);
+  if (out.size() != parts.size()) return false;
+  for (std::size_t s = 0; s < parts.size(); ++s) {
+    const auto w = static_cast<std::size_t>(l.widths[s]);
+    if (out[s].logits.size() != w * vocab) return false;
+    for (std::size_t j = 0; j < w; ++j)
+      if (!same_row(out[s].logits.data() + j * vocab, serial[static_cast<std::size_t>(l.skips[s]) + j])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+RowCheckReport check_rows(Model& model, int max_window, std::int64_t shared_rows) {
   RowCheckReport report;
   const auto vocab = static_cast<std::size_t>(model.info().vocab);
-  // A fixed, model-independent token sequence: 12 tokens of context, then the checked positions.
-  std::vector<std::int32_t> tokens;
-  for (int i = 0; i < 12 + max_window; ++i)
-    tokens.push_back(static_cast<std::int32_t>((1000 + 7919 * i) % static_cast<int>(vocab)));
+  const SharedLayout layout = shared_rows >= 2 ? shared_layout(shared_rows) : SharedLayout{};
+  const int serial_rows = std::max(max_window, layout.checked);
+  const auto tokens = check_tokens(model, serial_rows);
   const std::span<const std::int32_t> all(tokens);
   const auto prefix = all.first(12);
-  // Serial: one token per forward.
-  std::vector<std::vector<float>> serial;
-  {
-    auto state = model.new_state();
-    model.forward(*state, prefix, 1);
-    for (int i = 0; i < max_window; ++i) serial.push_back(model.forward(*state, all.subspan(12 + static_cast<std::size_t>(i), 1), 1));
-  }
+  const auto serial = serial_logits(model, all, serial_rows);
   bool all_ok = true;
   for (int width = 2; width <= max_window; ++width) {
     auto state = model.new_state();
     model.forward(*state, prefix, 1);
     const auto rows = model.forward(*state, all.subspan(12, static_cast<std::size_t>(width)), width);
     bool same = rows.size() == static_cast<std::size_t>(width) * vocab;
-    for (int r = 0; same && r < width; ++r)
-      same = std::memcmp(rows.data() + static_cast<std::size_t>(r) * vocab, serial[static_cast<std::size_t>(r)].data(),
-                         vocab * sizeof(float)) == 0;
+    for (int r = 0; same && r < width; ++r) same = same_row(rows.data() + static_cast<std::size_t>(r) * vocab, serial[static_cast<std::size_t>(r)]);
     report.widths.emplace_back(width, same);
     if (same && all_ok) report.max_window = width;
     all_ok = all_ok && same;
   }
   if (report.max_window >= 2) report.costs = time_widths(model, all.first(12 + report.max_window), report.max_window);
+  if (shared_rows >= 2) {
+    report.shared_checked = true;
+    report.shared_rows = shared_rounds_same(model, all, layout, serial) ? shared_rows : 0;
+  }
   return report;
 }
 

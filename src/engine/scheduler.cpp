@@ -260,8 +260,9 @@ void Scheduler::start_decoding(Stream& s) {
 }
 
 void Scheduler::decode_round() {
-  // One round for every decoding stream. Inputs are gathered first and results handed back after, so that
-  // a batched forward can later take the whole tick's inputs at once; for now each runs its own forward.
+  // One round for every decoding stream: inputs are gathered first, then run as shared rounds (one forward
+  // pass over several streams' rows, up to shared_rows) or, without sharing, one forward per stream; the
+  // results go back to each stream's decoder.
   struct Work {
     Stream* stream;
     RoundInput input;
@@ -276,13 +277,37 @@ void Scheduler::decode_round() {
       failed.emplace_back(s.get(), e.what());
     }
   }
-  for (auto& w : work) {
+  const auto run = [&](std::size_t first, std::size_t last) {  // work[first, last) in one call
+    std::vector<ForwardPart> parts;
+    for (std::size_t i = first; i < last; ++i)
+      parts.push_back({work[i].stream->state.get(), work[i].input.tokens, work[i].input.greedy_ids});
     try {
-      w.stream->decoder->accept(run_round(model_, *w.stream->state, w.input));
+      auto out = last - first == 1 ? std::vector<ForwardResult>{run_round(model_, *parts[0].state, work[first].input)}
+                                   : model_.forward_parts(parts);
+      for (std::size_t i = first; i < last; ++i) {
+        try {
+          work[i].stream->decoder->accept(std::move(out[i - first]));
+        } catch (const std::exception& e) {
+          failed.emplace_back(work[i].stream, e.what());
+        }
+      }
     } catch (const std::exception& e) {
-      failed.emplace_back(w.stream, e.what());
+      for (std::size_t i = first; i < last; ++i) failed.emplace_back(work[i].stream, e.what());
     }
+  };
+  // Consecutive streams fill a shared round while their rows fit; a window wider than a round runs alone.
+  std::size_t first = 0;
+  std::int64_t rows = 0;
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    const auto n = static_cast<std::int64_t>(work[i].input.tokens.size());
+    if (i > first && rows + n > options_.shared_rows) {
+      run(first, i);
+      first = i;
+      rows = 0;
+    }
+    rows += n;
   }
+  if (first < work.size()) run(first, work.size());
   for (auto it = decoding_.begin(); it != decoding_.end();) {
     Stream& s = **it;
     const auto f = std::find_if(failed.begin(), failed.end(), [&](const auto& p) { return p.first == &s; });

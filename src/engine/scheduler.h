@@ -44,6 +44,9 @@ struct SchedulerOptions {
   std::vector<std::int32_t> eos;  // sorted
   int max_drafts = 0;          // drafts per round served (0: serial)
   bool full_windows = false;   // see DecodeSettings::full_windows
+  // Rows one shared round may hold (Model::forward_parts over several streams); 0: one forward per stream.
+  // The engine sets it only when the load-time shared-round check passed.
+  std::int64_t shared_rows = 0;
   MemoryPlan memory;
   // Called on the scheduler thread when the last running stream ends (the engine gives cached memory back).
   std::function<void()> on_idle;

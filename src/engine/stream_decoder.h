@@ -1,8 +1,8 @@
 #pragma once
 // One stream's decode rounds as a step machine (ARCHITECTURE §4), so that a scheduler can advance many
 // streams a round at a time: next_input() samples and emits the token the last round found and proposes
-// drafts, returning the tokens this round must run; the caller runs them (today one forward per stream,
-// later one batched forward over every stream's input of a tick) and hands the result to accept(), which
+// drafts, returning the tokens this round must run; the caller runs them (one forward per stream,
+// or one shared forward pass over several streams' inputs of a tick) and hands the result to accept(), which
 // takes the drafts that equal the target's keyed samples and rolls the state back past the first mismatch.
 // decode_stream() (decode_loop.h) is this machine driven in a loop: there is one definition of a round.
 #include <cstdint>
@@ -11,11 +11,10 @@
 #include <vector>
 
 #include "engine/decode_loop.h"
+#include "families/model.h"
 
 namespace tf {
 
-class Model;
-class SequenceState;
 class DraftSource;
 
 // The forward one round needs: `tokens` at positions state.length().., with the last `rows` positions'
@@ -26,10 +25,7 @@ struct RoundInput {
   bool greedy_ids = false;
 };
 
-struct RoundOutput {
-  std::vector<float> logits;        // [rows, vocab] unless greedy ids
-  std::vector<std::int32_t> ids;    // [rows] with greedy ids
-};
+using RoundOutput = ForwardResult;  // [rows, vocab] logits, or [rows] greedy ids
 
 // Runs one round's forward for one stream.
 RoundOutput run_round(Model& model, SequenceState& state, const RoundInput& input);

@@ -32,6 +32,20 @@ class SequenceState {
   virtual std::size_t bytes() const = 0;
 };
 
+// One stream's part of a shared round: `tokens` at positions state.length() .., appended to the state, and
+// every row's result.
+struct ForwardPart {
+  SequenceState* state = nullptr;
+  std::span<const std::int32_t> tokens;
+  bool greedy_ids = false;  // each row's greedy token (as forward_greedy) instead of its logits
+};
+
+// The result of a part's rows: [rows, vocab] logits, or with greedy ids [rows] token ids.
+struct ForwardResult {
+  std::vector<float> logits;
+  std::vector<std::int32_t> ids;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -49,6 +63,12 @@ class Model {
                                                    std::int64_t /*rows*/) {
     throw std::logic_error("forward_greedy: this model samples on the host");
   }
+  // The most rows a shared round may hold (0: the family runs one stream per forward pass).
+  virtual std::int64_t shared_round_rows() const { return 0; }
+  // Several streams' rounds: with shared_round_rows() >= the parts' rows, one forward pass over all of them,
+  // each part's rows computed as in a forward of that part alone (the backend's row invariance, which the
+  // engine's load-time row check verifies); otherwise, and by default, one forward per part.
+  virtual std::vector<ForwardResult> forward_parts(std::span<const ForwardPart> parts);
 };
 
 // Opens a GGUF file or a checkpoint directory and builds the family that serves its architecture.

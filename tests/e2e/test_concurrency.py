@@ -107,6 +107,8 @@ def metric(samples: dict, name: str, le: str | None = None) -> float:
 
 
 def test_concurrent_requests_equal_their_solo_runs(server, client):
+    # The rounds of concurrent streams really share forward passes (the load-time row check passed).
+    assert "rounds shared: one forward pass of up to 16 rows" in server.report, server.report
     solo = [run_case(client, c) for c in CASES]
     concurrent = run_all_at_once(run_case, [(client, c) for c in CASES])
     for case, alone, together in zip(CASES, solo, concurrent):

@@ -178,10 +178,29 @@ struct Op {
   int heads = 0, head_dim = 0;
   const float* inv_freq = nullptr;
   bool interleaved = false;
-  std::int64_t start = 0, first = 0;
-  std::shared_ptr<KvStorage> kv;
+  std::int64_t first = 0;
+  // Rope and Attend: each stream's rows in turn (Rope leaves kv empty).
+  struct Run {
+    std::shared_ptr<KvStorage> kv;
+    std::int64_t start = 0, rows = 0;
+    bool operator==(const Run& o) const { return start == o.start && rows == o.rows; }
+  };
+  std::vector<Run> runs;
   int layer = 0;
   AttentionSpec attn;
+  // The position of every row, in row order.
+  std::vector<std::int64_t> positions() const {
+    std::vector<std::int64_t> p;
+    for (const Run& r : runs)
+      for (std::int64_t i = 0; i < r.rows; ++i) p.push_back(r.start + i);
+    return p;
+  }
+  // Attend: the decode attention's splits along the cache, enough for the largest cache of the call.
+  int attn_splits() const {
+    std::int64_t cap = 0;
+    for (const Run& r : runs) cap = std::max<std::int64_t>(cap, r.kv ? r.kv->cap : 0);
+    return static_cast<int>((cap + cuda::kAttnSplit - 1) / cuda::kAttnSplit);
+  }
 };
 
 struct Launch {
@@ -449,43 +468,61 @@ class CudaBackendImpl final : public CudaBackend {
     return record(std::move(op), a->rows, a->cols);
   }
 
-  Tensor rope(const Tensor& x, int heads, int head_dim, std::int64_t start, const RopeSpec& spec) override {
+  Tensor rope(const Tensor& x, int heads, int head_dim, std::span<const StreamRows> runs,
+              const RopeSpec& spec) override {
     auto a = act(x);
     if (a->cols != static_cast<std::int64_t>(heads) * head_dim) throw std::invalid_argument("rope: shape");
     Op op(Kind::Rope);
+    std::int64_t rows = 0;
+    for (const auto& r : runs) {
+      if (r.rows < 1 || r.start < 0) throw std::invalid_argument("rope: a run without rows");
+      op.runs.push_back({nullptr, r.start, r.rows});
+      rows += r.rows;
+    }
+    if (rows != a->rows) throw std::invalid_argument("rope: the runs do not cover the rows");
     op.a = a;
     op.heads = heads;
     op.head_dim = head_dim;
-    op.start = start;
     op.inv_freq = rope_table(head_dim, spec);
     op.interleaved = spec.interleaved;
     return record(std::move(op), a->rows, a->cols);
   }
 
-  Tensor attend(KvCache& cache, int layer, const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t start,
+  Tensor attend(std::span<const StreamRows> runs, int layer, const Tensor& q, const Tensor& k, const Tensor& v,
                 const AttentionSpec& spec) override {
-    auto& c = dynamic_cast<CudaKvCache&>(cache);
     auto aq = act(q), ak = act(k), av = act(v);
     const std::int64_t n = aq->rows;
     if (aq->cols != static_cast<std::int64_t>(spec.heads) * spec.head_dim ||
         ak->cols != static_cast<std::int64_t>(spec.kv_heads) * spec.head_dim || av->cols != ak->cols ||
         ak->rows != n || av->rows != n)
       throw std::invalid_argument("attend: shapes");
-    if (spec.head_dim != c.st->head_dim || spec.kv_heads != c.st->kv_heads || layer < 0 || layer >= c.st->layers)
-      throw std::invalid_argument("attend: cache does not match");
-    if (start < 0 || start > c.length_) throw std::invalid_argument("attend: start past the cache");
-    if (start + n > c.st->cap) grow(c, start + n);
     Op op(Kind::Attend);
+    std::int64_t rows = 0;
+    for (const auto& r : runs) {
+      auto& c = dynamic_cast<CudaKvCache&>(*r.cache);
+      if (spec.head_dim != c.st->head_dim || spec.kv_heads != c.st->kv_heads || layer < 0 || layer >= c.st->layers)
+        throw std::invalid_argument("attend: cache does not match");
+      if (r.rows < 1 || r.start < 0 || r.start > c.length_) throw std::invalid_argument("attend: start past the cache");
+      for (const auto& other : op.runs)
+        if (other.kv == c.st) throw std::invalid_argument("attend: one cache twice in a call");
+      if (r.start + r.rows > c.st->cap) grow(c, r.start + r.rows);
+      op.runs.push_back({c.st, r.start, r.rows});
+      rows += r.rows;
+    }
+    if (rows != n) throw std::invalid_argument("attend: the runs do not cover the rows");
     op.a = aq;
     op.b = ak;
     op.c = av;
-    op.kv = c.st;
     op.layer = layer;
-    op.start = start;
     op.attn = spec;
-    if (layer == c.st->layers - 1) c.length_ = start + n;
+    for (const auto& r : runs) {
+      auto& c = dynamic_cast<CudaKvCache&>(*r.cache);
+      if (layer == c.st->layers - 1) c.length_ = r.start + r.rows;
+    }
     return record(std::move(op), n, aq->cols);
   }
+
+  std::int64_t invariant_rows() const override { return cuda::kMaxDecodeRows; }
 
   Tensor last_rows(const Tensor& x, std::int64_t n) override {
     auto a = act(x);
@@ -690,8 +727,8 @@ class CudaBackendImpl final : public CudaBackend {
                              static_cast<std::uint64_t>(op.w.group), static_cast<std::uint64_t>(op.w.dtype), P(op.norm),
                              F(op.eps), static_cast<std::uint64_t>(op.heads), static_cast<std::uint64_t>(op.head_dim),
                              P(op.inv_freq), op.interleaved ? 1u : 0u, static_cast<std::uint64_t>(op.first),
-                             static_cast<std::uint64_t>(op.layer), op.kv ? P(op.kv->buf) : 0,
-                             op.kv ? static_cast<std::uint64_t>(op.kv->cap) : 0, static_cast<std::uint64_t>(op.attn.heads),
+                             static_cast<std::uint64_t>(op.layer), static_cast<std::uint64_t>(op.attn_splits()),
+                             static_cast<std::uint64_t>(op.attn.heads),
                              static_cast<std::uint64_t>(op.attn.kv_heads), static_cast<std::uint64_t>(op.attn.head_dim),
                              F(op.attn.scale)});
     }
@@ -731,20 +768,27 @@ class CudaBackendImpl final : public CudaBackend {
           big.resize(static_cast<std::size_t>(op.out->rows));
           p = big.data();
         }
-        for (std::int64_t r = 0; r < op.out->rows; ++r) p[r] = op.start + r;
+        const auto positions = op.positions();
+        std::copy(positions.begin(), positions.end(), p);
         dref[i].pos = put(p, static_cast<std::size_t>(op.out->rows) * 8);
       }
       if (op.kind == Kind::Attend) {
-        std::vector<cuda::AttnRow> rows(static_cast<std::size_t>(op.out->rows));
-        for (std::size_t r = 0; r < rows.size(); ++r) {
-          rows[r].k = op.kv->k(op.layer);
-          rows[r].v = op.kv->v(op.layer);
-          rows[r].len = static_cast<std::int32_t>(op.start + static_cast<std::int64_t>(r) + 1);
-          rows[r].cap = op.kv->cap;
-          rows[r].write_pos = static_cast<std::int32_t>(op.start + static_cast<std::int64_t>(r));
+        std::vector<cuda::AttnRow> rows;
+        std::vector<std::int64_t> starts;
+        for (const Op::Run& run : op.runs) {
+          for (std::int64_t r = 0; r < run.rows; ++r) {
+            cuda::AttnRow row;
+            row.k = run.kv->k(op.layer);
+            row.v = run.kv->v(op.layer);
+            row.len = static_cast<std::int32_t>(run.start + r + 1);
+            row.cap = run.kv->cap;
+            row.write_pos = static_cast<std::int32_t>(run.start + r);
+            rows.push_back(row);
+          }
+          starts.push_back(run.start);
         }
         dref[i].rows = put(rows.data(), rows.size() * sizeof(cuda::AttnRow));
-        dref[i].start = put(&op.start, 8);
+        dref[i].start = put(starts.data(), starts.size() * 8);
       }
     }
     return dref;
@@ -854,7 +898,7 @@ class CudaBackendImpl final : public CudaBackend {
         if (rq >= 0 && rk >= 0 && rq != rk && ops[U(rq)].kind == Kind::Rope && ops[U(rk)].kind == Kind::Rope &&
             is_leader[U(rq)] && is_leader[U(rk)] && step_of_leader[U(rq)].ops.empty() && step_of_leader[U(rk)].ops.empty() &&
             readers[U(rq)].size() == 1 && readers[U(rk)].size() == 1 && !esc[U(rq)] && !esc[U(rk)] &&
-            ops[U(rq)].start == op.start && ops[U(rk)].start == op.start && ops[U(rq)].inv_freq == ops[U(rk)].inv_freq &&
+            ops[U(rq)].runs == op.runs && ops[U(rk)].runs == op.runs && ops[U(rq)].inv_freq == ops[U(rk)].inv_freq &&
             ops[U(rq)].interleaved == ops[U(rk)].interleaved && ops[U(rq)].head_dim == op.attn.head_dim &&
             ops[U(rk)].head_dim == op.attn.head_dim && ops[U(rq)].heads == op.attn.heads &&
             ops[U(rk)].heads == op.attn.kv_heads) {
@@ -1062,7 +1106,7 @@ class CudaBackendImpl final : public CudaBackend {
     for (const Op& op : ops) {
       if (op.kind == Kind::Attend && op.out->rows <= cuda::kMaxDecodeRows) {
         max_attn_rows = std::max(max_attn_rows, op.out->rows);
-        max_splits = std::max(max_splits, static_cast<int>((op.kv->cap + cuda::kAttnSplit - 1) / cuda::kAttnSplit));
+        max_splits = std::max(max_splits, op.attn_splits());
         max_heads = std::max(max_heads, op.attn.heads);
         max_dim = std::max(max_dim, op.attn.head_dim);
       }
@@ -1117,24 +1161,31 @@ class CudaBackendImpl final : public CudaBackend {
         da.kv_heads = sp.kv_heads;
         da.head_dim = sp.head_dim;
         da.scale = sp.scale;
-        da.max_splits = static_cast<int>((at.kv->cap + cuda::kAttnSplit - 1) / cuda::kAttnSplit);
+        da.max_splits = at.attn_splits();
         da.work = static_cast<float*>(attn_work_);
         da.counters = static_cast<unsigned int*>(attn_counters_);
         launches.push_back({[=](cudaStream_t s) { cuda::decode_attention(da, s); }});
       } else {
-        cuda::PrefillAttnArgs pa;
-        pa.q = q;
-        pa.out = out;
-        pa.k = at.kv->k(at.layer);
-        pa.v = at.kv->v(at.layer);
-        pa.cap = at.kv->cap;
-        pa.start = start;
-        pa.n_rows = static_cast<int>(n);
-        pa.heads = sp.heads;
-        pa.kv_heads = sp.kv_heads;
-        pa.head_dim = sp.head_dim;
-        pa.scale = sp.scale;
-        launches.push_back({[=](cudaStream_t s) { cuda::prefill_attention(pa, s); }});
+        // One launch per stream: the prefill kernel attends one cache.
+        std::int64_t row = 0;
+        for (std::size_t r = 0; r < at.runs.size(); ++r) {
+          const Op::Run& run = at.runs[r];
+          const std::int64_t at_row = row * at.out->cols;
+          cuda::PrefillAttnArgs pa;
+          pa.q = q + at_row;
+          pa.out = out + at_row;
+          pa.k = run.kv->k(at.layer);
+          pa.v = run.kv->v(at.layer);
+          pa.cap = run.kv->cap;
+          pa.start = start + r;
+          pa.n_rows = static_cast<int>(run.rows);
+          pa.heads = sp.heads;
+          pa.kv_heads = sp.kv_heads;
+          pa.head_dim = sp.head_dim;
+          pa.scale = sp.scale;
+          launches.push_back({[=](cudaStream_t s) { cuda::prefill_attention(pa, s); }});
+          row += run.rows;
+        }
       }
     };
     for (const Step& st : steps) {

@@ -120,6 +120,65 @@ class MlxKvCache final : public KvCache {
   std::int64_t length_ = 0;
 };
 
+// Rows row .. row + n - 1 of a [rows, cols].
+mx::array row_slice(const mx::array& a, int row, int n) { return mx::slice(a, {row, 0}, {row + n, a.shape(1)}); }
+
+// f over each run's rows of a [n, cols], the results stacked in run order (one run: a itself).
+template <class F>
+mx::array per_run(const mx::array& a, std::span<const StreamRows> runs, F f) {
+  if (runs.size() == 1) return f(a, runs[0]);
+  std::vector<mx::array> out;
+  int row = 0;
+  for (const auto& run : runs) {
+    const int n = static_cast<int>(run.rows);
+    out.push_back(f(row_slice(a, row, n), run));
+    row += n;
+  }
+  return mx::concatenate(out, 0);
+}
+
+// RoPE of one stream's rows [n, heads * head_dim] at positions start ...
+mx::array rope_run(const mx::array& a, int heads, int head_dim, std::int64_t start, const RopeSpec& spec) {
+  const int n = a.shape(0);
+  auto h = mx::transpose(mx::reshape(a, {1, n, heads, head_dim}), {0, 2, 1, 3});  // [1, heads, n, d]
+  std::optional<mx::array> freqs;
+  std::optional<float> base = spec.base;
+  if (!spec.freq_factors.empty()) {
+    // MLX takes explicit frequencies (as periods); fold the per-pair factors into base^(2i/d) * factor.
+    std::vector<float> f(spec.freq_factors.size());
+    for (std::size_t i = 0; i < f.size(); ++i)
+      f[i] = std::pow(spec.base, 2.0f * static_cast<float>(i) / static_cast<float>(head_dim)) * spec.freq_factors[i];
+    freqs = mx::array(f.begin(), {static_cast<int>(f.size())}, mx::float32);
+    base = std::nullopt;
+  }
+  auto r = mx::fast::rope(h, head_dim, spec.interleaved, base, 1.0f, static_cast<int>(start), freqs);
+  return mx::reshape(mx::transpose(r, {0, 2, 1, 3}), {n, heads * head_dim});
+}
+
+// One stream's attention: writes k, v [n, kv_heads * head_dim] at `start` of its cache, attends q over it.
+mx::array attend_run(KvCache& cache, int layer, const mx::array& q, const mx::array& k, const mx::array& v,
+                     std::int64_t start, const AttentionSpec& spec) {
+  auto& c = dynamic_cast<MlxKvCache&>(cache);
+  const int n = q.shape(0);
+  auto heads_first = [n](const mx::array& a, int heads, int d) {
+    return mx::transpose(mx::reshape(a, {1, n, heads, d}), {0, 2, 1, 3});
+  };
+  auto [K, V] = c.write(layer, heads_first(k, spec.kv_heads, spec.head_dim), heads_first(v, spec.kv_heads, spec.head_dim),
+                        start);
+  if (n <= kInvariantRows) {
+    const auto& [Kfull, Vfull] = c.buffers(layer);
+    mx::eval(Kfull, Vfull);
+    const auto qs = host_f32(q);
+    auto* o = new float[static_cast<std::size_t>(n * spec.heads * spec.head_dim)];
+    invariant_attention(qs.data<float>(), n, start, Kfull.data<float>(), Vfull.data<float>(), Kfull.shape(2),
+                        AttentionShape{spec.heads, spec.kv_heads, spec.head_dim, spec.scale}, o);
+    return adopt(o, {n, spec.heads * spec.head_dim});
+  }
+  auto qh = heads_first(q, spec.heads, spec.head_dim);
+  auto o = mx::fast::scaled_dot_product_attention(qh, K, V, spec.scale, n > 1 ? "causal" : "");
+  return mx::reshape(mx::transpose(o, {0, 2, 1, 3}), {n, spec.heads * spec.head_dim});
+}
+
 class MlxBackend final : public Backend {
  public:
   // MLX's CPU quantized matmul is far slower than its float32 BLAS path (tens of times at prefill; measured
@@ -195,46 +254,28 @@ class MlxBackend final : public Backend {
     return wrap(mx::multiply(mx::multiply(g, mx::sigmoid(g)), arr(up)));
   }
 
-  Tensor rope(const Tensor& x, int heads, int head_dim, std::int64_t start, const RopeSpec& spec) override {
-    const auto& a = arr(x);
-    const int n = a.shape(0);
-    auto h = mx::transpose(mx::reshape(a, {1, n, heads, head_dim}), {0, 2, 1, 3});  // [1, heads, n, d]
-    std::optional<mx::array> freqs;
-    std::optional<float> base = spec.base;
-    if (!spec.freq_factors.empty()) {
-      // MLX takes explicit frequencies (as periods); fold the per-pair factors into base^(2i/d) * factor.
-      std::vector<float> f(spec.freq_factors.size());
-      for (std::size_t i = 0; i < f.size(); ++i)
-        f[i] = std::pow(spec.base, 2.0f * static_cast<float>(i) / static_cast<float>(head_dim)) * spec.freq_factors[i];
-      freqs = mx::array(f.begin(), {static_cast<int>(f.size())}, mx::float32);
-      base = std::nullopt;
-    }
-    auto r = mx::fast::rope(h, head_dim, spec.interleaved, base, 1.0f, static_cast<int>(start), freqs);
-    return wrap(mx::reshape(mx::transpose(r, {0, 2, 1, 3}), {n, heads * head_dim}));
+  Tensor rope(const Tensor& x, int heads, int head_dim, std::span<const StreamRows> runs,
+              const RopeSpec& spec) override {
+    return wrap(per_run(arr(x), runs, [&](const mx::array& a, const StreamRows& run) {
+      return rope_run(a, heads, head_dim, run.start, spec);
+    }));
   }
 
-  Tensor attend(KvCache& cache, int layer, const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t start,
+  Tensor attend(std::span<const StreamRows> runs, int layer, const Tensor& q, const Tensor& k, const Tensor& v,
                 const AttentionSpec& spec) override {
-    auto& c = dynamic_cast<MlxKvCache&>(cache);
-    const int n = arr(q).shape(0);
-    auto heads_first = [n](const mx::array& a, int heads, int d) {
-      return mx::transpose(mx::reshape(a, {1, n, heads, d}), {0, 2, 1, 3});
-    };
-    auto [K, V] = c.write(layer, heads_first(arr(k), spec.kv_heads, spec.head_dim),
-                          heads_first(arr(v), spec.kv_heads, spec.head_dim), start);
-    if (n <= kInvariantRows) {
-      const auto& [Kfull, Vfull] = c.buffers(layer);
-      mx::eval(Kfull, Vfull);
-      const auto qs = host_f32(arr(q));
-      auto* o = new float[static_cast<std::size_t>(n * spec.heads * spec.head_dim)];
-      invariant_attention(qs.data<float>(), n, start, Kfull.data<float>(), Vfull.data<float>(), Kfull.shape(2),
-                          AttentionShape{spec.heads, spec.kv_heads, spec.head_dim, spec.scale}, o);
-      return wrap(adopt(o, {n, spec.heads * spec.head_dim}));
+    if (runs.size() == 1) return wrap(attend_run(*runs[0].cache, layer, arr(q), arr(k), arr(v), runs[0].start, spec));
+    std::vector<mx::array> out;
+    int row = 0;
+    for (const auto& run : runs) {
+      const int n = static_cast<int>(run.rows);
+      out.push_back(attend_run(*run.cache, layer, row_slice(arr(q), row, n), row_slice(arr(k), row, n),
+                               row_slice(arr(v), row, n), run.start, spec));
+      row += n;
     }
-    auto qh = heads_first(arr(q), spec.heads, spec.head_dim);
-    auto o = mx::fast::scaled_dot_product_attention(qh, K, V, spec.scale, n > 1 ? "causal" : "");
-    return wrap(mx::reshape(mx::transpose(o, {0, 2, 1, 3}), {n, spec.heads * spec.head_dim}));
+    return wrap(mx::concatenate(out, 0));
   }
+
+  std::int64_t invariant_rows() const override { return dequantize_at_load_ ? kInvariantRows : 1; }
 
   Tensor last_rows(const Tensor& x, std::int64_t n) override {
     const auto& a = arr(x);

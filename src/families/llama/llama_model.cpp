@@ -9,13 +9,10 @@
 #include "checkpoint/hf_checkpoint.h"
 #include "checkpoint/weight_reader.h"
 #include "families/llama/llama_config.h"
+#include "families/llama/llama_forward.h"
 
 namespace tf {
 namespace {
-
-struct LayerWeights {
-  DeviceWeight attn_norm, q, k, v, o, mlp_norm, gate, up, down;
-};
 
 // Weight names in the two layouts we read.
 struct Names {
@@ -64,16 +61,17 @@ class LlamaModel final : public Model {
     const Names n{is_gguf};
     auto load = [&](const std::string& name) {
       auto w = backend_.upload(reader->read(name));
-      info_.weight_bytes += weight_bytes(w);
+      info_.weight_bytes += device_weight_bytes(w);
       return w;
     };
-    embed_ = load(n.embed());
-    if (embed_.rows != cfg_.vocab || embed_.cols != cfg_.hidden)
-      throw CheckpointError(path, "embedding is " + std::to_string(embed_.rows) + "x" + std::to_string(embed_.cols) +
+    auto& embed = w_.embed;
+    embed = load(n.embed());
+    if (embed.rows != cfg_.vocab || embed.cols != cfg_.hidden)
+      throw CheckpointError(path, "embedding is " + std::to_string(embed.rows) + "x" + std::to_string(embed.cols) +
                                       ", expected vocab x hidden " + std::to_string(cfg_.vocab) + "x" +
                                       std::to_string(cfg_.hidden));
     for (std::int64_t i = 0; i < cfg_.layers; ++i) {
-      LayerWeights l;
+      LlamaLayerWeights l;
       l.attn_norm = load(n.layer(i, "attn_norm", "input_layernorm"));
       l.q = load(n.layer(i, "attn_q", "self_attn.q_proj"));
       l.k = load(n.layer(i, "attn_k", "self_attn.k_proj"));
@@ -90,32 +88,33 @@ class LlamaModel final : public Model {
       check_shape(path, l.gate, cfg_.ffn, cfg_.hidden, i, "gate");
       check_shape(path, l.up, cfg_.ffn, cfg_.hidden, i, "up");
       check_shape(path, l.down, cfg_.hidden, cfg_.ffn, i, "down");
-      layers_.push_back(std::move(l));
+      w_.layers.push_back(std::move(l));
     }
-    final_norm_ = load(n.final_norm());
+    w_.final_norm = load(n.final_norm());
     if (!cfg_.tied_embeddings && reader->has(n.output())) {
-      output_ = load(n.output());
+      w_.output = load(n.output());
     } else {
-      output_ = embed_;  // tied: the embedding table is the output projection
+      w_.output = embed;  // tied: the embedding table is the output projection
     }
     info_.family = "llama";
     info_.vocab = cfg_.vocab;
     info_.context = cfg_.context;
     info_.state_bytes_per_token = static_cast<std::size_t>(2 * cfg_.layers * cfg_.kv_heads * cfg_.head_dim * 4);
-    rope_.base = cfg_.rope_base;
-    rope_.interleaved = cfg_.rope_interleaved;
-    rope_.freq_factors = cfg_.rope_freq_factors;
-    attn_.heads = static_cast<int>(cfg_.heads);
-    attn_.kv_heads = static_cast<int>(cfg_.kv_heads);
-    attn_.head_dim = static_cast<int>(cfg_.head_dim);
-    attn_.scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
+    w_.rope.base = cfg_.rope_base;
+    w_.rope.interleaved = cfg_.rope_interleaved;
+    w_.rope.freq_factors = cfg_.rope_freq_factors;
+    w_.attn.heads = static_cast<int>(cfg_.heads);
+    w_.attn.kv_heads = static_cast<int>(cfg_.kv_heads);
+    w_.attn.head_dim = static_cast<int>(cfg_.head_dim);
+    w_.attn.scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
+    w_.rms_eps = cfg_.rms_eps;
   }
 
   const ModelInfo& info() const override { return info_; }
 
   std::unique_ptr<SequenceState> new_state() const override {
     return std::make_unique<LlamaState>(
-        backend_.new_kv_cache(static_cast<int>(cfg_.layers), attn_.kv_heads, attn_.head_dim));
+        backend_.new_kv_cache(static_cast<int>(cfg_.layers), w_.attn.kv_heads, w_.attn.head_dim));
   }
 
   std::vector<float> forward(SequenceState& state, std::span<const std::int32_t> tokens,
@@ -129,34 +128,48 @@ class LlamaModel final : public Model {
     return backend_.argmax_rows(logits(state, tokens, rows));
   }
 
- private:
-  // The forward pass: the logits of the last `logit_rows` positions, left on the backend.
-  Tensor logits(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t logit_rows) {
-    auto& st = dynamic_cast<LlamaState&>(state);
-    const std::int64_t start = st.length();
-    Backend& b = backend_;
-    Tensor x = b.embed(embed_, tokens);
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      const auto& l = layers_[i];
-      Tensor h = b.rms_norm(x, l.attn_norm, cfg_.rms_eps);
-      Tensor q = b.rope(b.linear(h, l.q), attn_.heads, attn_.head_dim, start, rope_);
-      Tensor k = b.rope(b.linear(h, l.k), attn_.kv_heads, attn_.head_dim, start, rope_);
-      Tensor v = b.linear(h, l.v);
-      Tensor a = b.attend(st.kv(), static_cast<int>(i), q, k, v, start, attn_);
-      x = b.add(x, b.linear(a, l.o));
-      h = b.rms_norm(x, l.mlp_norm, cfg_.rms_eps);
-      x = b.add(x, b.linear(b.swiglu(b.linear(h, l.gate), b.linear(h, l.up)), l.down));
+  std::int64_t shared_round_rows() const override { return backend_.invariant_rows(); }
+
+  std::vector<ForwardResult> forward_parts(std::span<const ForwardPart> parts) override {
+    std::vector<LlamaPart> lp;
+    std::int64_t rows = 0;
+    bool any_ids = false, any_logits = false;
+    for (const auto& p : parts) {
+      lp.push_back({&dynamic_cast<LlamaState&>(*p.state).kv(), p.tokens});
+      rows += static_cast<std::int64_t>(p.tokens.size());
+      (p.greedy_ids ? any_ids : any_logits) = true;
     }
-    Tensor last = b.last_rows(x, logit_rows);
-    return b.linear(b.rms_norm(last, final_norm_, cfg_.rms_eps), output_);
+    if (parts.size() < 2 || rows > shared_round_rows() || (any_ids && !greedy_on_backend()))
+      return Model::forward_parts(parts);
+    for (std::size_t i = 0; i < lp.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (lp[i].cache == lp[j].cache) throw std::invalid_argument("forward_parts: one stream twice in a round");
+    const Tensor all = llama_logits(backend_, w_, lp, rows);
+    std::vector<std::int32_t> ids;
+    std::vector<float> logits;
+    if (any_ids) ids = backend_.argmax_rows(all);
+    if (any_logits) logits = backend_.to_host(all);
+    const auto vocab = static_cast<std::size_t>(cfg_.vocab);
+    std::vector<ForwardResult> out(parts.size());
+    std::size_t row = 0;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const std::size_t n = parts[i].tokens.size();
+      if (parts[i].greedy_ids) out[i].ids.assign(ids.begin() + static_cast<std::ptrdiff_t>(row), ids.begin() + static_cast<std::ptrdiff_t>(row + n));
+      else
+        out[i].logits.assign(logits.begin() + static_cast<std::ptrdiff_t>(row * vocab),
+                             logits.begin() + static_cast<std::ptrdiff_t>((row + n) * vocab));
+      row += n;
+    }
+    return out;
   }
 
-  static std::size_t weight_bytes(const DeviceWeight& w) {
-    const auto elems = static_cast<std::size_t>(w.rows * w.cols);
-    if (!w.quantized()) return elems * 4;
-    const auto groups = elems / static_cast<std::size_t>(w.group_size);
-    return elems * static_cast<std::size_t>(w.bits) / 8 + groups * 8;
+ private:
+  // The forward pass of one stream: the logits of the last `logit_rows` positions, left on the backend.
+  Tensor logits(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t logit_rows) {
+    const LlamaPart part{&dynamic_cast<LlamaState&>(state).kv(), tokens};
+    return llama_logits(backend_, w_, std::span<const LlamaPart>(&part, 1), logit_rows);
   }
+
   static void check_shape(const std::string& path, const DeviceWeight& w, std::int64_t rows, std::int64_t cols,
                           std::int64_t layer, const char* what) {
     if (w.rows != rows || w.cols != cols)
@@ -168,10 +181,7 @@ class LlamaModel final : public Model {
   Backend& backend_;
   LlamaConfig cfg_;
   ModelInfo info_;
-  RopeSpec rope_;
-  AttentionSpec attn_;
-  DeviceWeight embed_, final_norm_, output_;
-  std::vector<LayerWeights> layers_;
+  LlamaWeights w_;
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backends/cuda/cuda_backend.h"
+#include "families/llama/llama_forward.h"
 #include "cuda_test_util.h"
 
 namespace tf::cuda::test {
@@ -179,43 +180,27 @@ struct RefModel {
   }
 };
 
+// The reference model's weights on the device, run by the llama family's forward pass.
 struct DevModel {
   Backend& b;
-  const RefModel& r;
-  DeviceWeight embed, final_norm;
-  struct L {
-    DeviceWeight attn_norm, q, k, v, o, mlp_norm, gate, up, down;
-  };
-  std::vector<L> layers;
-  RopeSpec rope;
-  AttentionSpec attn;
-  DevModel(Backend& be, const RefModel& ref) : b(be), r(ref) {
-    embed = b.upload(r.embed.hw);
-    final_norm = b.upload(r.final_norm.hw);
+  LlamaWeights w;
+  DevModel(Backend& be, const RefModel& r) : b(be) {
+    w.embed = b.upload(r.embed.hw);
+    w.output = w.embed;
+    w.final_norm = b.upload(r.final_norm.hw);
     for (const auto& l : r.layers)
-      layers.push_back({b.upload(l.attn_norm.hw), b.upload(l.q.hw), b.upload(l.k.hw), b.upload(l.v.hw), b.upload(l.o.hw),
-                        b.upload(l.mlp_norm.hw), b.upload(l.gate.hw), b.upload(l.up.hw), b.upload(l.down.hw)});
-    rope.interleaved = r.interleaved;
-    attn.heads = static_cast<int>(r.d.heads);
-    attn.kv_heads = static_cast<int>(r.d.kv_heads);
-    attn.head_dim = static_cast<int>(r.d.head_dim);
-    attn.scale = 1.0f / std::sqrt(static_cast<float>(r.d.head_dim));
+      w.layers.push_back({b.upload(l.attn_norm.hw), b.upload(l.q.hw), b.upload(l.k.hw), b.upload(l.v.hw), b.upload(l.o.hw),
+                          b.upload(l.mlp_norm.hw), b.upload(l.gate.hw), b.upload(l.up.hw), b.upload(l.down.hw)});
+    w.rope.interleaved = r.interleaved;
+    w.attn.heads = static_cast<int>(r.d.heads);
+    w.attn.kv_heads = static_cast<int>(r.d.kv_heads);
+    w.attn.head_dim = static_cast<int>(r.d.head_dim);
+    w.attn.scale = 1.0f / std::sqrt(static_cast<float>(r.d.head_dim));
+    w.rms_eps = 1e-5f;
   }
   std::vector<float> forward(KvCache& kv, std::span<const std::int32_t> t, std::int64_t logit_rows) {
-    const std::int64_t start = kv.length();
-    Tensor x = b.embed(embed, t);
-    for (std::size_t i = 0; i < layers.size(); ++i) {
-      const auto& l = layers[i];
-      Tensor h = b.rms_norm(x, l.attn_norm, 1e-5f);
-      Tensor q = b.rope(b.linear(h, l.q), attn.heads, attn.head_dim, start, rope);
-      Tensor k = b.rope(b.linear(h, l.k), attn.kv_heads, attn.head_dim, start, rope);
-      Tensor v = b.linear(h, l.v);
-      Tensor a = b.attend(kv, static_cast<int>(i), q, k, v, start, attn);
-      x = b.add(x, b.linear(a, l.o));
-      h = b.rms_norm(x, l.mlp_norm, 1e-5f);
-      x = b.add(x, b.linear(b.swiglu(b.linear(h, l.gate), b.linear(h, l.up)), l.down));
-    }
-    return b.to_host(b.linear(b.rms_norm(b.last_rows(x, logit_rows), final_norm, 1e-5f), embed));
+    const LlamaPart part{&kv, t};
+    return b.to_host(llama_logits(b, w, std::span<const LlamaPart>(&part, 1), logit_rows));
   }
 };
 

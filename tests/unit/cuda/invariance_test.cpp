@@ -204,6 +204,37 @@ bench::LlamaShape small_shape(int head_dim) {
   return s;
 }
 
+// Shared rounds: six streams at different lengths (stream s first decodes s + round tokens of `cont` serially)
+// run their windows of 1, 3, 1, 5, 2 and 4 rows in one forward pass; every row must equal serial decoding.
+// The second round has the first's shape over other caches and positions (with graphs: the same graph).
+void shared_rounds_equal_serial(bench::RandomLlama& m, std::span<const std::int32_t> prompt,
+                                std::span<const std::int32_t> cont, const std::vector<std::vector<float>>& serial,
+                                int head_dim, const char* what) {
+  const std::size_t widths[] = {1, 3, 1, 5, 2, 4};
+  const std::size_t vocab = serial.front().size();
+  for (std::size_t round = 0; round < 2; ++round) {
+    std::vector<std::unique_ptr<KvCache>> caches;
+    std::vector<LlamaPart> parts;
+    for (std::size_t s = 0; s < 6; ++s) {
+      const std::size_t d = s + round;
+      caches.push_back(m.new_cache());
+      m.forward(*caches.back(), prompt, 1);
+      for (std::size_t i = 0; i < d; ++i) m.forward(*caches.back(), cont.subspan(i, 1), 1);
+      parts.push_back({caches.back().get(), cont.subspan(d, widths[s])});
+    }
+    const auto logits = m.forward_parts(parts);
+    ASSERT_EQ(logits.size(), 16 * vocab);
+    std::size_t row = 0;
+    for (std::size_t s = 0; s < 6; ++s)
+      for (std::size_t j = 0; j < widths[s]; ++j, ++row)
+        ASSERT_TRUE(same_bits(serial[s + round + j].data(), logits.data() + row * vocab, vocab))
+            << "d" << head_dim << " (" << what << "): shared round " << round << ", stream " << s << " row " << j
+            << " differs from serial decoding";
+    for (std::size_t s = 0; s < 6; ++s)
+      ASSERT_EQ(caches[s]->length(), static_cast<std::int64_t>(prompt.size() + s + round + widths[s]));
+  }
+}
+
 TEST(CudaInvariance, BackendVerifyWindowEqualsSerial) {
   TF_NEED_GPU();
   for (int head_dim : {64, 128, 256}) {
@@ -246,7 +277,9 @@ TEST(CudaInvariance, BackendVerifyWindowEqualsSerial) {
       ASSERT_TRUE(same_bits(serial[i].data(), l1.data(), static_cast<std::size_t>(vocab)))
           << "d" << head_dim << ": interleaved stream differs at step " << i;
     }
+    shared_rounds_equal_serial(m, prompt, cont, serial, head_dim, "graphs on");
     be->set_graphs(false);
+    shared_rounds_equal_serial(m, prompt, cont, serial, head_dim, "graphs off");
     auto c3 = m.new_cache();
     m.forward(*c3, prompt, 1);
     for (std::size_t i = 0; i < cont.size(); ++i) {
@@ -256,7 +289,8 @@ TEST(CudaInvariance, BackendVerifyWindowEqualsSerial) {
           << "d" << head_dim << ": graphs off differ at step " << i;
     }
     const auto st = be->stats();
-    std::printf("[ invariance ] backend d%d: verify windows 2/3/8/16 == serial, interleaved == solo, graphs on == off "
+    std::printf("[ invariance ] backend d%d: verify windows 2/3/8/16 == serial, interleaved == solo, shared rounds of 6 "
+                "streams (16 rows) == serial, graphs on == off "
                 "(%lld graph replays, %lld captures)\n",
                 head_dim, static_cast<long long>(st.graph_replays), static_cast<long long>(st.graph_captures));
     EXPECT_GT(st.graph_replays, 0);

@@ -52,6 +52,21 @@ class FakeModel final : public Model {
     auto out = test::fake_forward(st.tokens, tokens, rows);
     return out;
   }
+  // A shared round: every part's rows from the same fake forward, as a real family computes each part's
+  // rows as in a forward of its own. Records each round's parts and rows.
+  std::vector<ForwardResult> forward_parts(std::span<const ForwardPart> parts) override {
+    std::vector<ForwardResult> out;
+    std::int64_t rows = 0;
+    for (const auto& p : parts) {
+      auto& st = dynamic_cast<FakeState&>(*p.state);
+      out.push_back({test::fake_forward(st.tokens, p.tokens, static_cast<std::int64_t>(p.tokens.size())), {}});
+      rows += static_cast<std::int64_t>(p.tokens.size());
+    }
+    std::lock_guard lock(mu);
+    rounds.emplace_back(parts.size(), rows);
+    return out;
+  }
+  std::vector<std::pair<std::size_t, std::int64_t>> rounds;  // (parts, rows) of each forward_parts call
   // How often consecutive forwards belonged to different streams.
   int switches() {
     std::lock_guard lock(mu);
@@ -148,6 +163,38 @@ TEST(Scheduler, InterleavedStreamsEqualTheirSoloRuns) {
   EXPECT_EQ(st.requests_total, kStreams);
   EXPECT_EQ(st.requests_running, 0);
   EXPECT_EQ(st.time_to_first_token.count, kStreams);
+}
+
+TEST(Scheduler, SharedRoundsEqualSoloRunsWithinTheirRowBound) {
+  constexpr int kStreams = 8;
+  constexpr std::int64_t kSharedRows = 6;
+  std::vector<Reply> solo;
+  {
+    FakeModel model;
+    auto s = make(model, options(1));
+    for (int i = 0; i < kStreams; ++i) solo.push_back(collect(*s->submit(request(i))));
+    EXPECT_TRUE(model.rounds.empty());  // one stream: every round is its own forward
+  }
+  FakeModel model;
+  auto o = options(kStreams);
+  o.shared_rows = kSharedRows;
+  auto s = make(model, o);
+  std::vector<std::shared_ptr<GenerationStream>> streams;
+  for (int i = 0; i < kStreams; ++i) streams.push_back(s->submit(request(i)));
+  for (int i = 0; i < kStreams; ++i) {
+    const Reply r = collect(*streams[static_cast<std::size_t>(i)]);
+    EXPECT_EQ(r.result.token_ids, solo[static_cast<std::size_t>(i)].result.token_ids) << "stream " << i;
+    EXPECT_EQ(r.text, solo[static_cast<std::size_t>(i)].text) << "stream " << i;
+  }
+  std::lock_guard lock(model.mu);
+  ASSERT_FALSE(model.rounds.empty());
+  std::size_t most_parts = 0;
+  for (const auto& [parts, rows] : model.rounds) {
+    EXPECT_GE(parts, 2u);  // a lone stream's round is a plain forward
+    EXPECT_LE(rows, kSharedRows);
+    most_parts = std::max(most_parts, parts);
+  }
+  EXPECT_GE(most_parts, 3u);
 }
 
 TEST(Scheduler, CancelledStreamsLeaveAndFreeTheirState) {
