@@ -167,6 +167,44 @@ void bench_decode(tf::CudaBackend& be, RandomLlama& m, const std::string& tag, s
 
 // The cost of verifying K drafts (issue 6): wall time of one K-row forward (all K rows' logits, as the decode
 // loop asks) over one 1-row decode forward, at the same cache length (the cache is truncated back each time).
+// Aggregate decode speed of N concurrent greedy streams whose rounds share one forward pass (the
+// scheduler's shared rounds), N = 1, 2, 4, 8, 16: each stream prefills `ctx` tokens of its own, then every
+// step runs one token of every stream; tokens/s counts all streams' tokens. `prefill(i)` returns stream i's
+// first token; `round(tokens)` runs one shared round and returns each stream's next token.
+template <class Prefill, class Round>
+void bench_aggregate(const std::string& tag, int steps, Prefill prefill, Round round) {
+  double one = 0.0;
+  for (int n : {1, 2, 4, 8, 16}) {
+    std::vector<std::int32_t> tokens;
+    for (int i = 0; i < n; ++i) tokens.push_back(prefill(n, i));
+    for (int i = 0; i < 4; ++i) tokens = round(n, tokens);  // warm-up: captures the graph of n rows
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < steps; ++i) tokens = round(n, tokens);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double tok_s = n * steps / s;
+    if (n == 1) one = tok_s;
+    result(tag + ".aggregate_tokens_per_s." + std::to_string(n), tok_s, "tok/s");
+    result(tag + ".aggregate_over_one." + std::to_string(n), tok_s / one, "x");
+  }
+}
+
+void bench_aggregate_random(RandomLlama& m, const std::string& tag) {
+  // 200 tokens of context plus 52 steps stay inside the caches' first 256 positions (no growth while timed).
+  std::vector<std::unique_ptr<tf::KvCache>> caches;
+  bench_aggregate(
+      tag, 48,
+      [&](int, int i) {
+        if (i == 0) caches.clear();
+        caches.push_back(m.new_cache());
+        return m.forward_greedy(*caches.back(), ids(200, m.shape().vocab, 40 + static_cast<std::uint64_t>(i)), 1)[0];
+      },
+      [&](int n, const std::vector<std::int32_t>& tokens) {
+        std::vector<tf::LlamaPart> parts;
+        for (int i = 0; i < n; ++i) parts.push_back({caches[static_cast<std::size_t>(i)].get(), std::span(&tokens[static_cast<std::size_t>(i)], 1)});
+        return m.forward_greedy_parts(parts);
+      });
+}
+
 void bench_verify(tf::CudaBackend& be, RandomLlama& m, const std::string& tag, std::int64_t ctx) {
   const auto& s = m.shape();
   auto kv = m.new_cache();
@@ -430,6 +468,28 @@ void bench_model(tf::CudaBackend& be, const std::string& path, double bw) {
   result("smollm2_q4_1.prefill_2k_tokens_per_s", 2048.0 / median(t), "tok/s");
 }
 
+// The real default model's shared rounds through Model::forward_parts (greedy ids), as the scheduler runs them.
+void bench_aggregate_model(tf::CudaBackend& be, const std::string& path) {
+  auto model = tf::load_model(path, be);
+  const auto vocab = model->info().vocab;
+  std::vector<std::unique_ptr<tf::SequenceState>> states;
+  bench_aggregate(
+      "smollm2_q4_1", 256,
+      [&](int, int i) {
+        if (i == 0) states.clear();
+        states.push_back(model->new_state());
+        return model->forward_greedy(*states.back(), ids(64, vocab, 60 + static_cast<std::uint64_t>(i)), 1)[0];
+      },
+      [&](int n, const std::vector<std::int32_t>& tokens) {
+        std::vector<tf::ForwardPart> parts;
+        for (int i = 0; i < n; ++i)
+          parts.push_back({states[static_cast<std::size_t>(i)].get(), std::span(&tokens[static_cast<std::size_t>(i)], 1), true});
+        std::vector<std::int32_t> next;
+        for (const auto& r : model->forward_parts(parts)) next.push_back(r.ids.at(0));
+        return next;
+      });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -444,7 +504,7 @@ int main(int argc, char** argv) {
     else if (a == "--quick") quick = true;
     else {
       std::fprintf(stderr,
-                   "usage: tf_cuda_bench [--section smollm2_shape|llama8b|class27b|verify27b|matmul|model|profile_smollm2|profile_8b|profile_27b_1|profile_27b_8]... [--model PATH] "
+                   "usage: tf_cuda_bench [--section smollm2_shape|llama8b|class27b|verify27b|aggregate27b|aggregate_model|matmul|model|profile_smollm2|profile_8b|profile_27b_1|profile_27b_8]... [--model PATH] "
                    "[--json FILE] [--quick]\n");
       return 2;
     }
@@ -477,6 +537,14 @@ int main(int argc, char** argv) {
         auto b = tf::make_cuda_backend();
         RandomLlama m(*b, class27b_shape(), 13);
         bench_decode(*b, m, "class27b_q4g64", 256, 64, bw, false);
+      } else if (sec == "aggregate27b") {
+        auto b = tf::make_cuda_backend();
+        RandomLlama m(*b, class27b_shape(), 13);
+        bench_aggregate_random(m, "class27b_q4g64");
+      } else if (sec == "aggregate_model") {
+        if (model_path.empty()) throw std::runtime_error("--section aggregate_model needs --model");
+        auto b = tf::make_cuda_backend();
+        bench_aggregate_model(*b, model_path);
       } else if (sec == "verify27b") {
         auto b = tf::make_cuda_backend();
         RandomLlama m(*b, class27b_shape(), 13);

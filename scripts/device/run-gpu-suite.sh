@@ -141,13 +141,13 @@ fi
 
 # ---- benchmarks (one process per section) ----
 if [ "$SKIP_BENCH" = 0 ]; then
-  SECTIONS="smollm2_shape llama8b class27b verify27b matmul"
+  SECTIONS="smollm2_shape llama8b class27b verify27b aggregate27b matmul"
   [ "$ONLY_MODEL_BENCH" = 1 ] && SECTIONS=""
-  [ -n "$MODEL" ] && [ -f "$MODEL" ] && SECTIONS="model $SECTIONS"
+  [ -n "$MODEL" ] && [ -f "$MODEL" ] && SECTIONS="model aggregate_model $SECTIONS"
   : >"$OUT/bench.log"
   for sec in $SECTIONS; do
     BARGS=(--section "$sec" --json "$OUT/bench_$sec.json")
-    [ "$sec" = model ] && BARGS+=(--model "$MODEL")
+    case "$sec" in model|aggregate_model) BARGS+=(--model "$MODEL") ;; esac
     timeout 300 "$BIN/bench/tf_cuda_bench" "${BARGS[@]}" >>"$OUT/bench.log" 2>&1
     note "bench_$sec" "rc $?"
   done

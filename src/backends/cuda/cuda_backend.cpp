@@ -788,7 +788,9 @@ class CudaBackendImpl final : public CudaBackend {
           starts.push_back(run.start);
         }
         dref[i].rows = put(rows.data(), rows.size() * sizeof(cuda::AttnRow));
-        dref[i].start = put(starts.data(), starts.size() * 8);
+        // Each stream's start, for the prefill kernel only. A decode tape's dyn layout must depend on its rows
+        // alone (a graph replays for every tape of the same signature, whatever streams share its rows).
+        if (op.out->rows > cuda::kMaxDecodeRows) dref[i].start = put(starts.data(), starts.size() * 8);
       }
     }
     return dref;
