@@ -1,0 +1,33 @@
+#pragma once
+// Fusion: which of a tape's ops run as one launch (a step). The rules are in cuda_fusion.cpp; the tape as a
+// whole is described at the top of cuda_tape_runner.cpp.
+#include <cstdint>
+#include <vector>
+
+#include "backends/cuda/cuda_tape.h"
+
+namespace tf::cuda_internal {
+
+// Ops fused into one unit: one kernel launch covers them (an attend's step launches its attention too).
+struct Step {
+  std::vector<int> ops;   // the ops this launch covers (first is the leader)
+  enum { Single, AddNorm, LinearGroup, SwigluGroup, RopeAttend } type = Single;
+  int swiglu_op = -1;
+  int norm_step = -1;  // a linear group: the (add +) rms_norm step it computes in its prologue
+  bool dead = false;   // fused into a later step
+};
+
+struct Fusion {
+  std::vector<Step> steps;                // in tape order of their leaders
+  std::vector<int> step_index;            // op -> the step that runs it
+  std::vector<int> absorbed_by;           // op -> the leader whose step absorbed it (-1: none)
+  std::vector<std::vector<int>> readers;  // op -> the ops that read its output, in tape order
+};
+
+// `esc[i]`: op i's output is still held by the caller after the tape. `decode`: every op has at most
+// cuda::kMaxDecodeRows rows. `fuse_norm`, `fuse_norm_max`: whether, and up to how many rows x cols, an
+// rms_norm moves into the decode linear group that reads it (TapeRunner's settings).
+Fusion fuse(const std::vector<Op>& ops, const std::vector<char>& esc, bool decode, bool fuse_norm,
+            std::int64_t fuse_norm_max);
+
+}  // namespace tf::cuda_internal

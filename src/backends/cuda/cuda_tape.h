@@ -1,0 +1,104 @@
+#pragma once
+// The tape's data: float32 activations (Act), the pool that holds those outliving their tape, and the
+// recorded ops (Op). CudaBackend records ops (cuda_backend.cpp); TapeRunner runs them (cuda_tape_runner.h).
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/cuda/cuda_kv_cache.h"
+#include "backends/cuda/cuda_support.h"
+#include "backends/cuda/kernels/kernels.h"
+
+namespace tf::cuda_internal {
+
+using cuda::WeightView;
+
+// Memory for activations that outlive their tape: exact-size free lists, last in first out.
+class Pool {
+ public:
+  ~Pool() {
+    for (auto& [size, v] : free_)
+      for (void* p : v) cudaFree(p);
+  }
+  void* get(std::size_t bytes) {
+    auto& v = free_[bytes];
+    if (!v.empty()) {
+      void* p = v.back();
+      v.pop_back();
+      return p;
+    }
+    void* p = nullptr;
+    TF_CK(cudaMalloc(&p, bytes));
+    return p;
+  }
+  void put(void* p, std::size_t bytes) { free_[bytes].push_back(p); }
+
+ private:
+  std::unordered_map<std::size_t, std::vector<void*>> free_;
+};
+
+// A float32 activation [rows, cols].
+struct Act final : Tensor::Impl, std::enable_shared_from_this<Act> {
+  Act(std::shared_ptr<Pool> p, std::int64_t r, std::int64_t c) : pool(std::move(p)), rows(r), cols(c) {}
+  ~Act() override {
+    if (pooled) pool->put(ptr, pool_bytes);
+  }
+  std::size_t bytes() const { return align_up(static_cast<std::size_t>(rows * cols) * 4); }
+  std::shared_ptr<Pool> pool;
+  std::int64_t rows, cols;
+  float* ptr = nullptr;
+  bool pooled = false;
+  std::size_t pool_bytes = 0;
+  bool pending = false;  // produced by an op of the current tape
+  int tape_index = -1;   // its op's index in the tape while pending
+};
+using ActP = std::shared_ptr<Act>;
+
+// ---- the tape ----
+enum class Kind { Embed, RmsNorm, Linear, Add, Swiglu, Rope, Attend, LastRows, Upload };
+
+struct Op {
+  explicit Op(Kind k) : kind(k) {}
+  Kind kind;
+  ActP out;
+  ActP a, b, c;
+  WeightView w;
+  const float* norm = nullptr;
+  std::vector<std::int32_t> ids;
+  std::vector<float> host;  // Upload
+  float eps = 0.0f;
+  int heads = 0, head_dim = 0;
+  const float* inv_freq = nullptr;
+  bool interleaved = false;
+  std::int64_t first = 0;
+  // Rope and Attend: each stream's rows in turn (Rope leaves kv empty).
+  struct Run {
+    std::shared_ptr<KvStorage> kv;
+    std::int64_t start = 0, rows = 0;
+    bool operator==(const Run& o) const { return start == o.start && rows == o.rows; }
+  };
+  std::vector<Run> runs;
+  int layer = 0;
+  AttentionSpec attn;
+  // The position of every row, in row order.
+  std::vector<std::int64_t> positions() const {
+    std::vector<std::int64_t> p;
+    for (const Run& r : runs)
+      for (std::int64_t i = 0; i < r.rows; ++i) p.push_back(r.start + i);
+    return p;
+  }
+  // Attend: the decode attention's splits along the cache, enough for the largest cache of the call.
+  int attn_splits() const {
+    std::int64_t cap = 0;
+    for (const Run& r : runs) cap = std::max<std::int64_t>(cap, r.kv ? r.kv->cap : 0);
+    return static_cast<int>((cap + cuda::kAttnSplit - 1) / cuda::kAttnSplit);
+  }
+};
+
+}  // namespace tf::cuda_internal

@@ -1,0 +1,338 @@
+// Running the CUDA backend's tapes. Ops are recorded on a tape, not launched: a tape runs when its result is
+// needed (to_host) or before the KV cache must grow. Running a tape:
+//  1. fusion (cuda_fusion.cpp): an add feeding an rms_norm becomes one launch (the residual add fused into
+//     the norm); in decode tapes (every op <= 16 rows), linears that read the same input run as one launch,
+//     and a swiglu of two such linears becomes their epilogue;
+//  2. memory (cuda_arena_plan.cpp): tensors nobody holds after the tape live in an arena at offsets planned
+//     from the tape alone (first fit over their live ranges); tensors still held by the caller get pool
+//     memory;
+//  3. values that change from step to step (token ids, positions, cache rows) go to a small "dyn" block that
+//     is copied to a fixed device buffer before the launches; the kernels read them from there
+//     (cuda_launches.cpp);
+//  4. a decode tape is keyed by its signature (every op's kind, shape, weights, settings and inputs, the
+//     pointers of what the caller holds, but not the dyn values) and the runner's buffers (arena, dyn block,
+//     attention work, integer-matmul scratch): a key seen before replays its CUDA graph after the dyn copy; a
+//     new key is captured into one. Prefill tapes launch kernel by kernel.
+// Every kernel a decode tape uses computes a row the same whatever the rows beside it (docs/cuda.md).
+#include "backends/cuda/cuda_tape_runner.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "backends/cuda/cuda_fusion.h"
+
+namespace tf::cuda_internal {
+
+TapeRunner::TapeRunner(cudaStream_t stream, std::shared_ptr<Pool> pool) : stream_(stream), pool_(std::move(pool)) {}
+
+TapeRunner::~TapeRunner() {
+  clear_graphs();
+  cudaFree(arena_);
+  cudaFree(dyn_dev_);
+  cudaFreeHost(dyn_host_);
+  cudaFree(imma_scratch_);
+  cudaFree(attn_work_);
+  cudaFree(attn_counters_);
+}
+
+void TapeRunner::run(std::vector<Op>& tape) {
+  if (tape.empty()) return;
+  flush_start_ = std::chrono::steady_clock::now();
+  std::vector<Op> ops = std::move(tape);
+  tape.clear();
+  const int n_ops = static_cast<int>(ops.size());
+  bool decode = true;
+  for (const auto& op : ops)
+    if (op.out->rows > cuda::kMaxDecodeRows) decode = false;
+  ++stats_.flushes;
+
+  // Outputs the caller still holds get pool memory now (their pointers are part of the signature).
+  std::vector<char> esc;
+  signature(ops, sig_, esc);
+  for (int i = 0; i < n_ops; ++i) {
+    if (!esc[static_cast<std::size_t>(i)]) continue;
+    Act& out = *ops[static_cast<std::size_t>(i)].out;
+    out.pool_bytes = out.bytes();
+    out.ptr = static_cast<float*>(pool_->get(out.pool_bytes));
+    out.pooled = true;
+    sig_.push_back(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(out.ptr)));
+  }
+  const bool use_graph = decode && graphs_;
+  if (use_graph && replay(ops, esc)) return;
+
+  const Fusion fusion = fuse(ops, esc, decode, fuse_norm_, fuse_norm_max_);
+  const ArenaPlan memory = plan_arena(ops, esc, decode, fusion);
+  place_outputs(ops, memory);
+
+  // 3. dyn block layout and launches.
+  const std::vector<DynRefs> dref = build_dyn(ops);
+  reserve_launch_buffers(ops);
+  const LaunchBuffers buffers{.dyn_dev = dyn_dev_, .attn_work = attn_work_, .attn_counters = attn_counters_,
+                              .imma_scratch = imma_scratch_, .imma_scratch_bytes = imma_scratch_bytes_};
+  const std::vector<Launch> launches = build_launches(ops, fusion.steps, dref, buffers);
+  // 4. run
+  run_or_capture(ops, launches, memory, use_graph);
+}
+
+bool TapeRunner::replay(std::vector<Op>& ops, const std::vector<char>& esc) {
+  const int n_ops = static_cast<int>(ops.size());
+  // Fast path: a tape seen before reuses its plan and replays its graph.
+  std::vector<std::uint64_t> probe = sig_;
+  push_buffers(probe);
+  auto it = plans_.find(hash_words(probe));
+  if (it != plans_.end())
+    for (auto& plan : it->second)
+      if (plan.sig == probe) {
+        for (int i = 0; i < n_ops; ++i) {
+          Act& out = *ops[static_cast<std::size_t>(i)].out;
+          if (esc[static_cast<std::size_t>(i)]) continue;
+          out.ptr = plan.needed[static_cast<std::size_t>(i)]
+                        ? reinterpret_cast<float*>(static_cast<char*>(arena_) + plan.offset[static_cast<std::size_t>(i)])
+                        : nullptr;
+        }
+        build_dyn(ops);
+        if (!dyn_.empty()) {
+          std::memcpy(dyn_host_, dyn_.data(), dyn_.size());
+          TF_CK(cudaMemcpyAsync(dyn_dev_, dyn_host_, dyn_.size(), cudaMemcpyHostToDevice, stream_));
+        }
+        TF_CK(cudaGraphLaunch(plan.exec, stream_));
+        ++stats_.graph_replays;
+        stats_.launches = plan.launches;
+        finish(ops);
+        return true;
+      }
+  return false;
+}
+
+void TapeRunner::place_outputs(std::vector<Op>& ops, const ArenaPlan& memory) {
+  const int n_ops = static_cast<int>(ops.size());
+  const std::vector<bool>& escapes = memory.escapes;
+  const std::vector<bool>& needed = memory.needed;
+  const std::vector<std::size_t>& offset = memory.offset;
+  const std::size_t arena_need = memory.arena_need;
+  if (arena_need > arena_bytes_) {
+    TF_CK(cudaStreamSynchronize(stream_));
+    clear_graphs();
+    cudaFree(arena_);
+    arena_bytes_ = align_up(arena_need, 1 << 20);
+    TF_CK(cudaMalloc(&arena_, arena_bytes_));
+  }
+  for (int i = 0; i < n_ops; ++i) {
+    Act& out = *ops[static_cast<std::size_t>(i)].out;
+    if (escapes[static_cast<std::size_t>(i)]) continue;  // pool memory, given above
+    if (!needed[static_cast<std::size_t>(i)]) {
+      out.ptr = nullptr;
+    } else {
+      out.ptr = reinterpret_cast<float*>(static_cast<char*>(arena_) + offset[static_cast<std::size_t>(i)]);
+    }
+  }
+}
+
+void TapeRunner::reserve_launch_buffers(const std::vector<Op>& ops) {
+  std::int64_t max_attn_rows = 0;
+  int max_splits = 1, max_heads = 0, max_dim = 0;
+  for (const Op& op : ops) {
+    if (op.kind == Kind::Attend && op.out->rows <= cuda::kMaxDecodeRows) {
+      max_attn_rows = std::max(max_attn_rows, op.out->rows);
+      max_splits = std::max(max_splits, op.attn_splits());
+      max_heads = std::max(max_heads, op.attn.heads);
+      max_dim = std::max(max_dim, op.attn.head_dim);
+    }
+  }
+  if (dyn_.size() > dyn_bytes_) {
+    TF_CK(cudaStreamSynchronize(stream_));
+    clear_graphs();
+    cudaFree(dyn_dev_);
+    cudaFreeHost(dyn_host_);
+    dyn_bytes_ = align_up(dyn_.size(), 1 << 16);
+    TF_CK(cudaMalloc(&dyn_dev_, dyn_bytes_));
+    TF_CK(cudaMallocHost(&dyn_host_, dyn_bytes_));
+  }
+  if (max_attn_rows > 0) {
+    const std::size_t work = cuda::decode_attention_work_floats(static_cast<int>(max_attn_rows), max_heads, max_dim, max_splits);
+    const std::size_t counters = static_cast<std::size_t>(max_attn_rows) * static_cast<std::size_t>(max_heads);
+    if (work * 4 > attn_work_bytes_ || counters * 4 > attn_counter_bytes_) {
+      TF_CK(cudaStreamSynchronize(stream_));
+      clear_graphs();
+      cudaFree(attn_work_);
+      cudaFree(attn_counters_);
+      attn_work_bytes_ = align_up(std::max(work * 4, attn_work_bytes_), 1 << 20);
+      attn_counter_bytes_ = align_up(std::max(counters * 4, attn_counter_bytes_), 4096);
+      TF_CK(cudaMalloc(&attn_work_, attn_work_bytes_));
+      TF_CK(cudaMalloc(&attn_counters_, attn_counter_bytes_));
+      TF_CK(cudaMemset(attn_counters_, 0, attn_counter_bytes_));
+    }
+  }
+}
+
+void TapeRunner::run_or_capture(std::vector<Op>& ops, const std::vector<Launch>& launches, const ArenaPlan& memory,
+                                bool use_graph) {
+  const std::vector<std::size_t>& offset = memory.offset;
+  const std::vector<bool>& needed = memory.needed;
+  stats_.launches = static_cast<std::int64_t>(launches.size());
+  if (!dyn_.empty()) {
+    std::memcpy(dyn_host_, dyn_.data(), dyn_.size());
+    TF_CK(cudaMemcpyAsync(dyn_dev_, dyn_host_, dyn_.size(), cudaMemcpyHostToDevice, stream_));
+  }
+  if (use_graph) {
+    if (plan_count_ >= kMaxGraphs) {
+      TF_CK(cudaStreamSynchronize(stream_));
+      clear_graphs();
+    }
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    TF_CK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    try {
+      for (auto& l : launches) l.run(stream_);
+    } catch (...) {
+      cudaStreamEndCapture(stream_, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    TF_CK(cudaStreamEndCapture(stream_, &graph));
+    TF_CK(cudaGraphInstantiate(&exec, graph, 0));
+    cudaGraphDestroy(graph);
+    Plan plan;
+    plan.sig = sig_;
+    push_buffers(plan.sig);  // the buffers as they are now (planning may have grown them)
+    plan.offset = offset;
+    plan.needed = needed;
+    plan.exec = exec;
+    plan.launches = static_cast<std::int64_t>(launches.size());
+    plans_[hash_words(plan.sig)].push_back(std::move(plan));
+    ++plan_count_;
+    ++stats_.graph_captures;
+    TF_CK(cudaGraphLaunch(exec, stream_));
+  } else {
+    ++stats_.eager_flushes;
+    for (auto& l : launches) l.run(stream_);
+  }
+  finish(ops);
+}
+
+void TapeRunner::signature(const std::vector<Op>& ops, std::vector<std::uint64_t>& sig, std::vector<char>& escapes) {
+  const std::size_t n = ops.size();
+  std::vector<int> reads(n, 0);
+  for (const auto& op : ops)
+    for (const ActP* in : {&op.a, &op.b, &op.c})
+      if (*in && (*in)->pending && (*in)->tape_index >= 0) ++reads[static_cast<std::size_t>((*in)->tape_index)];
+  sig.clear();
+  sig.reserve(n * 24 + 8);
+  escapes.assign(n, 0);
+  auto P = [](const void* p) { return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p)); };
+  auto F = [](float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return static_cast<std::uint64_t>(b);
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& op = ops[i];
+    escapes[i] = op.out.use_count() > 1 + reads[i] ? 1 : 0;
+    sig.insert(sig.end(), {static_cast<std::uint64_t>(op.kind), static_cast<std::uint64_t>(op.out->rows),
+                           static_cast<std::uint64_t>(op.out->cols), static_cast<std::uint64_t>(escapes[i])});
+    for (const ActP* in : {&op.a, &op.b, &op.c}) {
+      const Act* a = in->get();
+      sig.push_back(a == nullptr ? 0 : (a->pending ? (1ull << 63) | static_cast<std::uint64_t>(a->tape_index) : P(a->ptr)));
+    }
+    sig.insert(sig.end(), {P(op.w.data), P(op.w.scales), P(op.w.biases), static_cast<std::uint64_t>(op.w.rows),
+                           static_cast<std::uint64_t>(op.w.cols), static_cast<std::uint64_t>(op.w.bits),
+                           static_cast<std::uint64_t>(op.w.group), static_cast<std::uint64_t>(op.w.dtype), P(op.norm),
+                           F(op.eps), static_cast<std::uint64_t>(op.heads), static_cast<std::uint64_t>(op.head_dim),
+                           P(op.inv_freq), op.interleaved ? 1u : 0u, static_cast<std::uint64_t>(op.first),
+                           static_cast<std::uint64_t>(op.layer), static_cast<std::uint64_t>(op.attn_splits()),
+                           static_cast<std::uint64_t>(op.attn.heads),
+                           static_cast<std::uint64_t>(op.attn.kv_heads), static_cast<std::uint64_t>(op.attn.head_dim),
+                           F(op.attn.scale)});
+  }
+}
+
+void TapeRunner::push_buffers(std::vector<std::uint64_t>& sig) const {
+  for (const void* p : {arena_, dyn_dev_, attn_work_, attn_counters_, imma_scratch_})
+    sig.push_back(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p)));
+}
+
+std::uint64_t TapeRunner::hash_words(const std::vector<std::uint64_t>& v) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (auto w : v) h = (h ^ w) * 1099511628211ull;
+  return h;
+}
+
+std::vector<DynRefs> TapeRunner::build_dyn(const std::vector<Op>& ops) {
+  dyn_.clear();
+  auto put = [&](const void* data, std::size_t bytes) {
+    const std::size_t off = align_up(dyn_.size(), 16);
+    dyn_.resize(off + bytes);
+    std::memcpy(dyn_.data() + off, data, bytes);
+    return off;
+  };
+  std::vector<DynRefs> dref(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    if (op.kind == Kind::Embed) dref[i].ids = put(op.ids.data(), op.ids.size() * 4);
+    if (op.kind == Kind::Upload) dref[i].ids = put(op.host.data(), op.host.size() * 4);
+    if (op.kind == Kind::Rope) {
+      std::int64_t pos[cuda::kMaxDecodeRows];
+      std::vector<std::int64_t> big;
+      std::int64_t* p = pos;
+      if (op.out->rows > cuda::kMaxDecodeRows) {
+        big.resize(static_cast<std::size_t>(op.out->rows));
+        p = big.data();
+      }
+      const auto positions = op.positions();
+      std::copy(positions.begin(), positions.end(), p);
+      dref[i].pos = put(p, static_cast<std::size_t>(op.out->rows) * 8);
+    }
+    if (op.kind == Kind::Attend) {
+      std::vector<cuda::AttnRow> rows;
+      std::vector<std::int64_t> starts;
+      for (const Op::Run& run : op.runs) {
+        for (std::int64_t r = 0; r < run.rows; ++r) {
+          cuda::AttnRow row;
+          row.k = run.kv->k(op.layer);
+          row.v = run.kv->v(op.layer);
+          row.len = static_cast<std::int32_t>(run.start + r + 1);
+          row.cap = run.kv->cap;
+          row.write_pos = static_cast<std::int32_t>(run.start + r);
+          rows.push_back(row);
+        }
+        starts.push_back(run.start);
+      }
+      dref[i].rows = put(rows.data(), rows.size() * sizeof(cuda::AttnRow));
+      // Each stream's start, for the prefill kernel only. A decode tape's dyn layout must depend on its rows
+      // alone (a graph replays for every tape of the same signature, whatever streams share its rows).
+      if (op.out->rows > cuda::kMaxDecodeRows) dref[i].start = put(starts.data(), starts.size() * 8);
+    }
+  }
+  return dref;
+}
+
+void TapeRunner::finish(std::vector<Op>& ops) {
+  const auto t0 = std::chrono::steady_clock::now();
+  stats_.plan_us += std::chrono::duration<double, std::micro>(t0 - flush_start_).count();
+  TF_CK(cudaStreamSynchronize(stream_));
+  stats_.wait_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  for (auto& op : ops) {
+    op.out->pending = false;
+    op.out->tape_index = -1;
+  }
+}
+
+void TapeRunner::clear_graphs() {
+  for (auto& [h, entries] : plans_)
+    for (auto& e : entries) cudaGraphExecDestroy(e.exec);
+  plans_.clear();
+  plan_count_ = 0;
+}
+
+void TapeRunner::reserve_imma_scratch(std::size_t need) {
+  if (need > imma_scratch_bytes_) {
+    cudaFree(imma_scratch_);
+    imma_scratch_ = nullptr;
+    imma_scratch_bytes_ = 0;
+    TF_CK(cudaMalloc(&imma_scratch_, need));
+    imma_scratch_bytes_ = need;
+  }
+}
+
+}  // namespace tf::cuda_internal
