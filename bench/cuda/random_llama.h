@@ -49,10 +49,7 @@ class RandomLlama {
     w_.output = s.tied ? w_.embed : w(s.vocab, s.hidden, s.bits);
     w_.rope.base = s.rope_base;
     w_.rope.interleaved = s.interleaved;
-    w_.attn.heads = static_cast<int>(s.heads);
-    w_.attn.kv_heads = static_cast<int>(s.kv_heads);
-    w_.attn.head_dim = static_cast<int>(s.head_dim);
-    w_.attn.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+    w_.attn = llama_attention(s.heads, s.kv_heads, s.head_dim);
     w_.rms_eps = 1e-5f;
   }
 

@@ -1,5 +1,6 @@
 #include "families/llama/llama_forward.h"
 
+#include <cmath>
 #include <stdexcept>
 
 namespace tf {
@@ -39,6 +40,15 @@ Tensor llama_logits(Backend& b, const LlamaWeights& w, std::span<const LlamaPart
   // Always through last_rows, even for every row: one tape shape for solo and shared rounds alike.
   Tensor last = b.last_rows(x, logit_rows);
   return b.linear(b.rms_norm(last, w.final_norm, w.rms_eps), w.output);
+}
+
+AttentionSpec llama_attention(std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) {
+  AttentionSpec a;
+  a.heads = static_cast<int>(heads);
+  a.kv_heads = static_cast<int>(kv_heads);
+  a.head_dim = static_cast<int>(head_dim);
+  a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  return a;
 }
 
 std::size_t device_weight_bytes(const DeviceWeight& w) {

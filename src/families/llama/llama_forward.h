@@ -32,6 +32,9 @@ struct LlamaPart {
 // that part alone wherever the backend's kernels are row-invariant (Backend::invariant_rows).
 Tensor llama_logits(Backend& b, const LlamaWeights& w, std::span<const LlamaPart> parts, std::int64_t logit_rows);
 
+// Attention over `heads` query and `kv_heads` key/value heads of `head_dim`, scaled by 1/sqrt(head_dim).
+AttentionSpec llama_attention(std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim);
+
 // Weight bytes as uploaded (codes, scales and biases; dense weights as float32).
 std::size_t device_weight_bytes(const DeviceWeight& w);
 

@@ -1,6 +1,5 @@
 #include "families/llama/llama_model.h"
 
-#include <cmath>
 #include <cstring>
 
 #include "backends/backend.h"
@@ -103,10 +102,7 @@ class LlamaModel final : public Model {
     w_.rope.base = cfg_.rope_base;
     w_.rope.interleaved = cfg_.rope_interleaved;
     w_.rope.freq_factors = cfg_.rope_freq_factors;
-    w_.attn.heads = static_cast<int>(cfg_.heads);
-    w_.attn.kv_heads = static_cast<int>(cfg_.kv_heads);
-    w_.attn.head_dim = static_cast<int>(cfg_.head_dim);
-    w_.attn.scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
+    w_.attn = llama_attention(cfg_.heads, cfg_.kv_heads, cfg_.head_dim);
     w_.rms_eps = cfg_.rms_eps;
   }
 

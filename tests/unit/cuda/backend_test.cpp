@@ -192,10 +192,7 @@ struct DevModel {
       w.layers.push_back({b.upload(l.attn_norm.hw), b.upload(l.q.hw), b.upload(l.k.hw), b.upload(l.v.hw), b.upload(l.o.hw),
                           b.upload(l.mlp_norm.hw), b.upload(l.gate.hw), b.upload(l.up.hw), b.upload(l.down.hw)});
     w.rope.interleaved = r.interleaved;
-    w.attn.heads = static_cast<int>(r.d.heads);
-    w.attn.kv_heads = static_cast<int>(r.d.kv_heads);
-    w.attn.head_dim = static_cast<int>(r.d.head_dim);
-    w.attn.scale = 1.0f / std::sqrt(static_cast<float>(r.d.head_dim));
+    w.attn = llama_attention(r.d.heads, r.d.kv_heads, r.d.head_dim);
     w.rms_eps = 1e-5f;
   }
   std::vector<float> forward(KvCache& kv, std::span<const std::int32_t> t, std::int64_t logit_rows) {

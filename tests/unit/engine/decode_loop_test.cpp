@@ -18,15 +18,12 @@ constexpr int kVocab = test::kFakeVocab;
 
 // A fake target: the logits at a position are a fixed function of (position, token there, token before).
 // A state that keeps stale tokens after a rollback, or a row taken for the wrong position, changes them.
-class FakeState final : public SequenceState {
+class FakeState final : public test::FakeTokenState {
  public:
-  std::vector<std::int32_t> tokens;
-  std::int64_t length() const override { return static_cast<std::int64_t>(tokens.size()); }
   void truncate(std::int64_t n) override {
     ASSERT_LE(n, length());
-    tokens.resize(static_cast<std::size_t>(n));
+    FakeTokenState::truncate(n);
   }
-  std::size_t bytes() const override { return tokens.size() * 4; }
 };
 
 class FakeModel final : public Model {

@@ -1,12 +1,13 @@
 #pragma once
-// The fake targets' logits (decode_loop_test.cpp, scheduler_test.cpp): a row is a fixed function of
-// (position, token there, token before), so a state that kept stale tokens after a rollback, a row taken for
-// the wrong position, or a stream that saw another stream's tokens changes it.
+// The fake targets of the engine tests (decode loop, scheduler, row check): a row's logits are a fixed
+// function of (position, token there, token before), so a state that kept stale tokens after a rollback, a
+// row taken for the wrong position, or a stream that saw another stream's tokens changes them.
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "engine/keyed_noise.h"
+#include "families/model.h"
 
 namespace tf::test {
 
@@ -19,6 +20,15 @@ inline void append_fake_logits(std::vector<float>& out, std::int64_t pos, std::i
     out.push_back(static_cast<float>(h % 1000) / 100.0f);
   }
 }
+
+// A fake stream's state: the tokens its forwards appended.
+class FakeTokenState : public SequenceState {
+ public:
+  std::vector<std::int32_t> tokens;
+  std::int64_t length() const override { return static_cast<std::int64_t>(tokens.size()); }
+  void truncate(std::int64_t n) override { tokens.resize(static_cast<std::size_t>(n)); }
+  std::size_t bytes() const override { return tokens.size() * 4; }
+};
 
 // The fake forward: appends `tokens` to the stream's `history` (what its state holds) and returns the logits
 // of the last `rows` of them.

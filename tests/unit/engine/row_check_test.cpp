@@ -11,13 +11,7 @@
 namespace tf {
 namespace {
 
-class FakeState final : public SequenceState {
- public:
-  std::vector<std::int32_t> tokens;
-  std::int64_t length() const override { return static_cast<std::int64_t>(tokens.size()); }
-  void truncate(std::int64_t n) override { tokens.resize(static_cast<std::size_t>(n)); }
-  std::size_t bytes() const override { return tokens.size() * 4; }
-};
+using FakeState = test::FakeTokenState;
 
 // Rows are a fixed function of (position, token, token before) (fake_logits.h). `wide_from` perturbs every
 // forward of that many rows or more; `leaky_rounds` lets a shared round's rows see the previous part's last

@@ -22,14 +22,10 @@ std::atomic<int> g_live_states{0};
 
 // Logits at a position are a fixed function of (position, token there, token before), as in
 // decode_loop_test.cpp; a stream whose forward saw another stream's tokens would change them.
-class FakeState final : public SequenceState {
+class FakeState final : public test::FakeTokenState {
  public:
   FakeState() { ++g_live_states; }
   ~FakeState() override { --g_live_states; }
-  std::vector<std::int32_t> tokens;
-  std::int64_t length() const override { return static_cast<std::int64_t>(tokens.size()); }
-  void truncate(std::int64_t n) override { tokens.resize(static_cast<std::size_t>(n)); }
-  std::size_t bytes() const override { return tokens.size() * 4; }
 };
 
 class FakeModel final : public Model {
