@@ -19,6 +19,7 @@
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/model_summary.h"
 #include "cli/commands.h"
+#include "cli/malloc_policy.h"
 #include "engine/engine.h"
 #include "server/engine_service.h"
 #include "server/http_server.h"
@@ -159,6 +160,7 @@ int run_serve(const ServeFlags& f) {
   }
 
   ShutdownSignal signals;
+  return_freed_memory_promptly();  // before the engine's allocations
 
   server::ServerOptions so;
   so.host = f.host;
@@ -199,6 +201,8 @@ int run_serve(const ServeFlags& f) {
     return 1;
   }
   server::EngineService service(*engine);
+  // Every running or queued generation holds its connection's thread; the server keeps spare ones beside.
+  srv.set_engine_capacity(static_cast<std::size_t>(engine->parallel()) + eo.max_queue);
   srv.set_service(&service, fmt::format("fp_tensorfold_{}_{}", kVersion, engine->backend_name()));
   signals.set_ready();
   fmt::print("{}", startup_report(f, path, srv, so, *engine));

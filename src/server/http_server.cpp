@@ -12,7 +12,26 @@
 
 namespace tf::server {
 
-HttpServer::HttpServer(ServerOptions options) : context_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
+namespace {
+
+// httplib deletes the task queue it made when it stops listening; the server keeps the pool (to change its
+// limit once the engine has loaded), so httplib gets this handle to it.
+class PoolQueue final : public httplib::TaskQueue {
+ public:
+  explicit PoolQueue(std::shared_ptr<ConnectionPool> pool) : pool_(std::move(pool)) {}
+  void enqueue(std::function<void()> fn) override { pool_->enqueue(std::move(fn)); }
+  void shutdown() override { pool_->shutdown(); }
+
+ private:
+  std::shared_ptr<ConnectionPool> pool_;
+};
+
+}  // namespace
+
+HttpServer::HttpServer(ServerOptions options)
+    : context_(std::move(options)),
+      pool_(std::make_shared<ConnectionPool>(context_.options().connection_threads)),
+      http_(std::make_unique<httplib::Server>()) {
   auto& ctx = context_;
   route("GET", "/health", [&ctx](auto& req, auto& res, auto&) { handle_health(ctx, req, res); });
   route("GET", "/metrics", [&ctx](auto& req, auto& res, auto&) { handle_metrics(ctx, req, res); });
@@ -28,8 +47,7 @@ HttpServer::HttpServer(ServerOptions options) : context_(std::move(options)), ht
   route("DELETE", "/v1/responses/{id}", [&ctx](auto&, auto& res, auto& p) { handle_delete_response(ctx, p[0], res); });
 
   auto& http = *http_;
-  const auto threads = static_cast<std::size_t>(std::max(4, context_.options().threads));
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http.new_task_queue = [pool = pool_] { return new PoolQueue(pool); };
   http.set_payload_max_length(context_.options().max_body_bytes);
   http.set_read_timeout(30, 0);
   http.set_write_timeout(30, 0);
@@ -37,9 +55,11 @@ HttpServer::HttpServer(ServerOptions options) : context_(std::move(options)), ht
   http.set_tcp_nodelay(true);
   // httplib's default sets SO_REUSEPORT, which lets a second server bind the same port and silently share
   // its connections. SO_REUSEADDR alone allows a quick restart and makes a taken port an error.
-  http.set_socket_options([](socket_t sock) {
+  // The last socket it configures is the one that bound (httplib closes one that fails and tries the next).
+  http.set_socket_options([this](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const char*>(&yes), sizeof yes);
+    listen_fd_ = sock;
   });
 
   // Every method on every path goes through dispatch(): our router decides 404 and 405.
@@ -126,6 +146,10 @@ void HttpServer::bind() {
                                            o.host, o.port));
     port_ = o.port;
   }
+  // httplib 0.11 listens with a backlog of 5: a burst of clients overflows it while the accept thread waits
+  // for a core, the kernel drops their SYNs, and each client retries a second later, then 2 s, 4 s after that
+  // (a /health probe with a short timeout fails). Listening again on a listening socket only sets its backlog.
+  if (listen_fd_ >= 0) ::listen(listen_fd_, SOMAXCONN);
 }
 
 void HttpServer::start() {

@@ -1,8 +1,10 @@
 #pragma once
 // The HTTP server: httplib for the wire, our router for paths and methods, bearer auth, the error envelope
 // for every failure, and the handlers. It binds before the engine loads and answers /v1/* with 503 until
-// set_service() says the engine is ready.
+// set_service() says the engine is ready. Connections are served by a ConnectionPool sized from the engine's
+// capacity (set_engine_capacity()), so that /health and /metrics never wait behind generations.
 #include <atomic>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "server/api_context.h"
+#include "server/connection_pool.h"
 #include "server/router.h"
 #include "server/server_options.h"
 
@@ -37,6 +40,11 @@ class HttpServer {
   void set_service(InferenceService* service, std::string system_fingerprint = {}) {
     context_.set_service(service, std::move(system_fingerprint));
   }
+  // The engine holds up to `requests` generations at once, running and queued. Each holds its connection's
+  // thread until it ends, so the server serves that many connections plus kSpareConnections at once (for
+  // /health, /metrics, the models routes, refusals and idle keep-alive connections); more wait for a thread.
+  void set_engine_capacity(std::size_t requests) { pool_->set_limit(requests + kSpareConnections); }
+  static constexpr std::size_t kSpareConnections = 16;
   // Cancels running generations, stops accepting, and waits for the serving thread. Idempotent.
   void stop();
   // True while the serving thread runs (false after stop(), or when serving failed).
@@ -53,9 +61,11 @@ class HttpServer {
   ApiContext context_;
   Router router_;
   std::vector<Handler> handlers_;
+  std::shared_ptr<ConnectionPool> pool_;  // shared with the task queue httplib owns while it listens
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = -1;
+  int listen_fd_ = -1;  // the listening socket httplib made, to raise its backlog
   bool stopped_ = false;
   std::atomic<bool> serving_ended_{false};
 };

@@ -20,7 +20,9 @@ struct ServerOptions {
   std::size_t store_max_items = 1024;
   std::size_t store_max_bytes = std::size_t{256} << 20;
   std::string system_fingerprint = "fp_tensorfold";
-  int threads = 32;  // HTTP connections served at once
+  // Connections served at once until HttpServer::set_engine_capacity() (while the model loads, only /health
+  // and 503s are answered).
+  std::size_t connection_threads = 16;
 };
 
 }  // namespace tf::server

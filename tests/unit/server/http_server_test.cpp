@@ -1,5 +1,5 @@
 // Whole requests through HttpServer against a fake engine: through dispatch() (no sockets) for status codes
-// and bodies, and over a real socket for the size limit, streaming and client disconnects.
+// and bodies, and over a real socket for the size limit, streaming, client disconnects and /health under load.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "fake_service.h"
 #include "server/http_server.h"
@@ -422,18 +423,28 @@ TEST_F(LiveServer, StreamsOverHttp) {
   EXPECT_NE(r->body.find("data: [DONE]"), std::string::npos);
 }
 
-// A client that leaves cancels its generation, streamed or not.
-void expect_cancel_on_disconnect(FakeService& svc, int port, const std::string& body) {
+// A connection that sent a chat request and reads nothing back (-1 when it could not).
+int send_chat_request(int port, const std::string& body) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
+  if (fd < 0) return -1;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<std::uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-  ASSERT_EQ(send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      send(fd, req.data(), req.size(), 0) != static_cast<ssize_t>(req.size())) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// A client that leaves cancels its generation, streamed or not.
+void expect_cancel_on_disconnect(FakeService& svc, int port, const std::string& body) {
+  const int fd = send_chat_request(port, body);
+  ASSERT_GE(fd, 0);
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (!svc.last_stream() && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -458,6 +469,59 @@ TEST_F(LiveServer, DisconnectCancelsAStream) {
   svc.context = 100000;
   expect_cancel_on_disconnect(svc, srv->port(),
                               R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":5000,"stream":true})");
+}
+
+// Every stream the engine holds keeps its connection's thread; /health and /metrics still answer at once.
+// (A fixed pool of 32 threads let 40 streams take every thread: the last 8 and /health waited.) A burst of
+// connections is not held back by the listen backlog either.
+TEST_F(LiveServer, HealthAnswersWhileTheEngineHoldsEveryStream) {
+  svc.slow = true;
+  svc.context = 100000;
+  constexpr int kStreams = 40;
+  srv->set_engine_capacity(kStreams);
+  std::vector<int> fds;
+  struct CloseAll {
+    std::vector<int>& fds;
+    ~CloseAll() {
+      for (int fd : fds)
+        if (fd >= 0) close(fd);
+    }
+  } close_all{fds};  // also when an assertion returns early: stop() would wait for the unread streams
+  const auto connecting = std::chrono::steady_clock::now();
+  for (int i = 0; i < kStreams; ++i) {
+    fds.push_back(send_chat_request(
+        srv->port(), R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":5000,"stream":true})"));
+    ASSERT_GE(fds.back(), 0);
+  }
+  // The kernel completes a connect without the server's accept thread, unless the listen backlog is full:
+  // then it drops the SYN and the client retries a second later (httplib's own backlog is 5).
+  EXPECT_LT(std::chrono::steady_clock::now() - connecting, std::chrono::seconds(1)) << "a connect was retried";
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (svc.request_count() < kStreams && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(svc.request_count(), static_cast<std::size_t>(kStreams)) << "not every stream got a thread";
+  {
+    httplib::Client cli("127.0.0.1", srv->port());
+    cli.set_connection_timeout(2, 0);
+    cli.set_read_timeout(2, 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto health = cli.Get("/health");
+    const auto metrics = cli.Get("/metrics");
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200);
+    ASSERT_TRUE(metrics);
+    EXPECT_EQ(metrics->status, 200);
+  }  // closes its keep-alive connection, which would hold a thread (and stop()) for 5 s
+  for (int& fd : fds) {  // the streams end as their clients leave
+    close(fd);
+    fd = -1;
+  }
+  const auto gone = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  auto all_cancelled = [&] { return srv->context().active().size() == 0; };
+  while (!all_cancelled() && std::chrono::steady_clock::now() < gone)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(all_cancelled());
 }
 
 TEST_F(LiveServer, StopCancelsRunningGenerations) {
