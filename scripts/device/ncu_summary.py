@@ -19,7 +19,8 @@ for r in rows[head + 1:]:
     name = r[k].split("(")[0]
     name = name.replace("tf::cuda::", "").replace("(anonymous namespace)::", "")
     val = float(r[v].replace(",", ""))
-    scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(r[u], 1.0)
+    # ncu spells the unit "nsecond" in older releases and "ns" in newer ones.
+    scale = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}[r[u]]
     tot[name] += val * scale
     cnt[name] += 1
 steps = float(sys.argv[2]) if len(sys.argv) > 2 else 2.0
