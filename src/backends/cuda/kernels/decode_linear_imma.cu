@@ -208,16 +208,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32) decode_linear_imma_kernel(Tile
     wq[t] = ldg_stream(tr.codes[t] + p * 32);
 #pragma unroll
     for (int g = 0; g < (G64 ? 1 : 2); ++g) {
-      const std::int64_t off = (G64 ? p : 2 * p + g) * kSB;
-      sb[t][g][0].load(tr.sptr[t] + off, tr.bptr[t] + off);
-      sb[t][g][1].load(tr.sptr[t] + off + tr.d8[t], tr.bptr[t] + off + tr.d8[t]);
+      tr.load_scales(t, (G64 ? p : 2 * p + g) * kSB, sb[t][g][0], sb[t][g][1]);
     }
   };
   constexpr int kAhead = 6;
   auto prefetch_w = [&](std::int64_t p) {
-    if (p >= p_end || (lane & 7) != 0) return;
-#pragma unroll
-    for (int t = 0; t < T; ++t) asm volatile("prefetch.global.L2 [%0];" ::"l"(tr.codes[t] + p * 32));
+    if (p < p_end) tr.prefetch_codes(p, lane);
   };
   pdl_launch();
 #pragma unroll

@@ -105,16 +105,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32) decode_linear_tiled_kernel(Til
     for (int sub = 0; sub < 2; ++sub) {
       const std::int64_t u = 2 * p + sub;
       if (((u + 1) & group_mask) != 0) continue;
-      const std::int64_t off = (u >> group_shift) * kSB;
-      sb[t][sub][0].load(tr.sptr[t] + off, tr.bptr[t] + off);
-      sb[t][sub][1].load(tr.sptr[t] + off + tr.d8[t], tr.bptr[t] + off + tr.d8[t]);
+      tr.load_scales(t, (u >> group_shift) * kSB, sb[t][sub][0], sb[t][sub][1]);
     }
   };
   constexpr int kAhead = 6;
   auto prefetch_w = [&](std::int64_t p) {
-    if (p >= p_end || (lane & 7) != 0) return;
-#pragma unroll
-    for (int t = 0; t < T; ++t) asm volatile("prefetch.global.L2 [%0];" ::"l"(tr.codes[t] + p * 32));
+    if (p < p_end) tr.prefetch_codes(p, lane);
   };
   // x (and the norm's inputs) for pair p, pulled into L1 ahead of use. Only after pdl_wait (x is the
   // previous kernel's output). A line is 128 bytes: one unit of a row for 4 bits, one pair for 8 bits.

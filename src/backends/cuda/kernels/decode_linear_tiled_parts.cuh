@@ -70,6 +70,19 @@ struct TileRefs {
   const unsigned char* sptr[T];
   const unsigned char* bptr[T];
   int d8[T];
+
+  // Tile t's scale and bias of rows r and r + 8 at byte offset `off` of row r's.
+  template <class SB>
+  __device__ __forceinline__ void load_scales(int t, std::int64_t off, SB& row_r, SB& row_r8) const {
+    row_r.load(sptr[t] + off, bptr[t] + off);
+    row_r8.load(sptr[t] + off + d8[t], bptr[t] + off + d8[t]);
+  }
+  // Pulls pair p's codes of every tile into L2 (no registers); one lane in eight of the warp issues it.
+  __device__ __forceinline__ void prefetch_codes(std::int64_t p, int lane) const {
+    if ((lane & 7) != 0) return;
+#pragma unroll
+    for (int t = 0; t < T; ++t) asm volatile("prefetch.global.L2 [%0];" ::"l"(codes[t] + p * 32));
+  }
 };
 
 // This block's tiles: T consecutive tiles of the segments laid end to end, or T/2 gate tiles and the up
