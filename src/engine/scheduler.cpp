@@ -282,8 +282,7 @@ void Scheduler::decode_round() {
     for (std::size_t i = first; i < last; ++i)
       parts.push_back({work[i].stream->state.get(), work[i].input.tokens, work[i].input.greedy_ids});
     try {
-      auto out = last - first == 1 ? std::vector<ForwardResult>{run_round(model_, *parts[0].state, work[first].input)}
-                                   : model_.forward_parts(parts);
+      auto out = model_.forward_parts(parts);
       for (std::size_t i = first; i < last; ++i) {
         try {
           work[i].stream->decoder->accept(std::move(out[i - first]));

@@ -10,10 +10,8 @@
 namespace tf {
 
 RoundOutput run_round(Model& model, SequenceState& state, const RoundInput& in) {
-  RoundOutput out;
-  if (in.greedy_ids) out.ids = model.forward_greedy(state, in.tokens, in.rows);
-  else out.logits = model.forward(state, in.tokens, in.rows);
-  return out;
+  const ForwardPart part{&state, in.tokens, in.greedy_ids};
+  return std::move(model.forward_parts(std::span<const ForwardPart>(&part, 1)).front());
 }
 
 StreamDecoder::StreamDecoder(Model& model, SequenceState& state, std::vector<float> logits,
@@ -69,7 +67,6 @@ std::optional<RoundInput> StreamDecoder::next_input() {
   in.tokens.reserve(1 + proposal_.size());
   in.tokens.push_back(t);
   in.tokens.insert(in.tokens.end(), proposal_.begin(), proposal_.end());
-  in.rows = static_cast<std::int64_t>(in.tokens.size());
   in.greedy_ids = greedy_ids_;
   round_start_ = p;
   proposed_ = proposal_.size();

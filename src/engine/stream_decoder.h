@@ -17,17 +17,16 @@ namespace tf {
 
 class DraftSource;
 
-// The forward one round needs: `tokens` at positions state.length().., with the last `rows` positions'
-// results. With `greedy_ids` the result is each row's greedy token id (Model::forward_greedy), else logits.
+// The forward one round needs: `tokens` at positions state.length().., with every row's result. With
+// `greedy_ids` the result is each row's greedy token id (Model::forward_greedy), else logits.
 struct RoundInput {
   std::vector<std::int32_t> tokens;
-  std::int64_t rows = 0;
   bool greedy_ids = false;
 };
 
 using RoundOutput = ForwardResult;  // [rows, vocab] logits, or [rows] greedy ids
 
-// Runs one round's forward for one stream.
+// Runs one round's forward for one stream (a shared round of one part).
 RoundOutput run_round(Model& model, SequenceState& state, const RoundInput& input);
 
 class StreamDecoder {

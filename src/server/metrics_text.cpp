@@ -71,7 +71,7 @@ std::string prometheus_metrics(const EngineStats& s, const std::string& model_na
             d(s.completion_tokens_total));
   w.counter("tensorfold:drafted_tokens_total", "Draft tokens proposed.", d(s.drafted_total));
   w.counter("tensorfold:accepted_tokens_total", "Draft tokens accepted.", d(s.accepted_total));
-  w.counter("tensorfold:decode_rounds_total", "Decode rounds (forward passes of one stream).", d(s.rounds_total));
+  w.counter("tensorfold:decode_rounds_total", "Decode rounds, counted per stream (one token and its verify window).", d(s.rounds_total));
   w.histogram("tensorfold:time_to_first_token_seconds", "Seconds from submission to the first generated token.",
               s.time_to_first_token);
   w.histogram("tensorfold:e2e_request_latency_seconds", "Seconds from submission to the end of a request.",

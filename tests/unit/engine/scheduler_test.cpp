@@ -51,6 +51,7 @@ class FakeModel final : public Model {
   // A shared round: every part's rows from the same fake forward, as a real family computes each part's
   // rows as in a forward of its own. Records each round's parts and rows.
   std::vector<ForwardResult> forward_parts(std::span<const ForwardPart> parts) override {
+    if (parts.size() < 2) return Model::forward_parts(parts);  // a lone round: a plain forward, as llama's
     std::vector<ForwardResult> out;
     std::int64_t rows = 0;
     for (const auto& p : parts) {
