@@ -44,7 +44,8 @@ Fusion fuse(const std::vector<Op>& ops, const std::vector<char>& esc, bool decod
       }
     }
     if (op.kind == Kind::Attend) {
-      // rope(q), rope(k) read only by this attend: one launch rotates both and writes the cache.
+      // rope(q), rope(k) read only by this attend: in a decode call the attention kernel rotates both and
+      // writes the cache itself (one launch); in a prefill call rope_kv_write does, then the attention.
       const int rq = prod(op.a), rk = prod(op.b);
       auto U = [](int x) { return static_cast<std::size_t>(x); };
       if (rq >= 0 && rk >= 0 && rq != rk && ops[U(rq)].kind == Kind::Rope && ops[U(rk)].kind == Kind::Rope &&

@@ -14,8 +14,9 @@ std::vector<Launch> build_launches(const std::vector<Op>& ops, const std::vector
     return a->ptr;
   };
 
-  // The attention launch of attend op `ia` over query q (the cache is written already).
-  auto emit_attention = [&](int ia, const float* q) {
+  // The attention launch of attend op `ia` over query q (the cache is written already, unless `da` asks
+  // the decode kernel to rotate q and write this call's rows itself: da's fresh-row fields, decode only).
+  auto emit_attention = [&](int ia, const float* q, cuda::DecodeAttnArgs da = {}) {
     const Op& at = ops[static_cast<std::size_t>(ia)];
     float* out = at.out->ptr;
     const auto* rows = reinterpret_cast<const cuda::AttnRow*>(dyn_dev + dref[static_cast<std::size_t>(ia)].rows);
@@ -23,7 +24,6 @@ std::vector<Launch> build_launches(const std::vector<Op>& ops, const std::vector
     const std::int64_t n = at.out->rows;
     const AttentionSpec sp = at.attn;
     if (n <= cuda::kMaxDecodeRows) {
-      cuda::DecodeAttnArgs da;
       da.q = q;
       da.out = out;
       da.rows = rows;
@@ -37,6 +37,7 @@ std::vector<Launch> build_launches(const std::vector<Op>& ops, const std::vector
       da.counters = static_cast<unsigned int*>(buffers.attn_counters);
       launches.push_back({[=](cudaStream_t s) { cuda::decode_attention(da, s); }});
     } else {
+      if (da.k_new != nullptr) throw std::logic_error("CUDA backend: fresh rows in a prefill attention");
       // One launch per stream: the prefill kernel attends one cache.
       std::int64_t row = 0;
       for (std::size_t r = 0; r < at.runs.size(); ++r) {
@@ -119,13 +120,25 @@ std::vector<Launch> build_launches(const std::vector<Op>& ops, const std::vector
         const float* qin = in_ptr(rq.a);
         const float* kin = in_ptr(rk.a);
         const float* vin = in_ptr(op.c);
-        float* qout = rq.out->ptr;
         const auto* rows = reinterpret_cast<const cuda::AttnRow*>(dyn_dev + dref[static_cast<std::size_t>(i)].rows);
         const auto* pos = reinterpret_cast<const std::int64_t*>(dyn_dev + dref[static_cast<std::size_t>(st.ops[1])].pos);
         const float* inv = rq.inv_freq;
         const bool il = rq.interleaved;
         const std::int64_t n = op.out->rows;
         const AttentionSpec sp = op.attn;
+        if (n <= cuda::kMaxDecodeRows) {
+          // One launch: the decode attention rotates q and k itself and writes the cache (the same bits as
+          // rope_kv_write first); the rotated q is never materialized (cuda_arena_plan.cpp).
+          cuda::DecodeAttnArgs da;
+          da.k_new = kin;
+          da.v_new = vin;
+          da.pos = pos;
+          da.inv_freq = inv;
+          da.interleaved = il;
+          emit_attention(i, qin, da);
+          break;
+        }
+        float* qout = rq.out->ptr;
         launches.push_back({[=](cudaStream_t s) {
           cuda::rope_kv_write(qin, kin, vin, qout, rows, pos, inv, il, n, sp.heads, sp.kv_heads, sp.head_dim, s);
         }});

@@ -1,8 +1,9 @@
 // Running the CUDA backend's tapes. Ops are recorded on a tape, not launched: a tape runs when its result is
 // needed (to_host) or before the KV cache must grow. Running a tape:
 //  1. fusion (cuda_fusion.cpp): an add feeding an rms_norm becomes one launch (the residual add fused into
-//     the norm); in decode tapes (every op <= 16 rows), linears that read the same input run as one launch,
-//     and a swiglu of two such linears becomes their epilogue;
+//     the norm); rope(q) and rope(k) read by an attend go into it (in decode calls into the attention
+//     kernel itself); in decode tapes (every op <= 16 rows), linears that read the same input run as one
+//     launch, and a swiglu of two such linears becomes their epilogue;
 //  2. memory (cuda_arena_plan.cpp): tensors nobody holds after the tape live in an arena at offsets planned
 //     from the tape alone (first fit over their live ranges); tensors still held by the caller get pool
 //     memory;
@@ -294,6 +295,7 @@ std::vector<DynRefs> TapeRunner::build_dyn(const std::vector<Op>& ops) {
           row.len = static_cast<std::int32_t>(run.start + r + 1);
           row.cap = run.kv->cap;
           row.write_pos = static_cast<std::int32_t>(run.start + r);
+          row.new_from = static_cast<std::int32_t>(run.start);  // the stream's rows in this call start here
           rows.push_back(row);
         }
         starts.push_back(run.start);

@@ -512,6 +512,105 @@ TEST(CudaKernels, RopeKvWriteEqualsRopeThenKvWrite) {
     }
 }
 
+// A decode call's attention with its RoPE and cache write fused in (DecodeAttnArgs::k_new) gives the bits of
+// rope_kv_write then decode_attention: the output and every byte of the caches. Four streams with 1, 3, 5
+// and 7 rows in the call (16 in all) after 10, 63, 130 and 190 cached positions (the 63 and 190 ones' rows
+// cross a split boundary, the 130 one's sit inside its third split); RoPE positions also far past the caches
+// (sincosf's slow argument reduction), GQA, both pairings.
+TEST(CudaKernels, DecodeAttentionWithFreshRowsEqualsRopeKvWriteThenAttention) {
+  TF_NEED_GPU();
+  struct Shape {
+    int heads, kv_heads, d;
+  };
+  struct Stream {
+    int prior, rows;
+  };
+  const std::vector<Stream> streams = {{10, 1}, {63, 3}, {130, 5}, {190, 7}};
+  const int cap = 256, max_splits = cap / kAttnSplit;
+  for (const Shape sh : {Shape{8, 2, 64}, Shape{8, 2, 128}, Shape{24, 4, 256}})
+    for (bool il : {false, true})
+      for (std::int64_t pos_offset : {std::int64_t{0}, std::int64_t{300000}}) {
+        const int d = sh.d, half = d / 2;
+        std::vector<float> inv(static_cast<std::size_t>(half));
+        for (int i = 0; i < half; ++i)
+          inv[static_cast<std::size_t>(i)] = 1.0f / std::pow(500000.0f, static_cast<float>(2 * i) / static_cast<float>(d));
+        // Two identical caches per stream: one for each path.
+        const std::size_t cache_floats = static_cast<std::size_t>(sh.kv_heads) * cap * d;
+        std::vector<DevBuf<float>> K1, V1, K2, V2;
+        std::vector<AttnRow> rows;
+        std::vector<std::int64_t> pos;
+        for (const Stream& st : streams) {
+          const auto k0 = random_floats(cache_floats), v0 = random_floats(cache_floats);
+          K1.emplace_back(k0);
+          V1.emplace_back(v0);
+          K2.emplace_back(k0);
+          V2.emplace_back(v0);
+          for (int i = 0; i < st.rows; ++i) {
+            const int wp = st.prior + i;
+            rows.push_back({nullptr, nullptr, wp + 1, cap, wp, st.prior});
+            pos.push_back(wp + pos_offset);
+          }
+        }
+        const int n = static_cast<int>(rows.size());
+        std::vector<AttnRow> r1 = rows, r2 = rows;
+        for (std::size_t r = 0, row = 0; r < streams.size(); ++r)
+          for (int i = 0; i < streams[r].rows; ++i, ++row) {
+            r1[row].k = K1[r].p;
+            r1[row].v = V1[r].p;
+            r2[row].k = K2[r].p;
+            r2[row].v = V2[r].p;
+          }
+        const auto q = random_floats(static_cast<std::size_t>(n) * sh.heads * d),
+                   k = random_floats(static_cast<std::size_t>(n) * sh.kv_heads * d),
+                   v = random_floats(static_cast<std::size_t>(n) * sh.kv_heads * d);
+        DevBuf<float> dq(q), dk(k), dv(v), dinv(inv), qrot(q.size()), out1(q.size()), out2(q.size());
+        DevBuf<std::int64_t> dpos(pos);
+        DevBuf<AttnRow> dr1(r1), dr2(r2);
+        DevBuf<float> work(decode_attention_work_floats(n, sh.heads, d, max_splits));
+        DevBuf<unsigned int> counters(static_cast<std::size_t>(n) * sh.heads);
+        ck(cudaMemset(counters.p, 0, counters.n * 4), "memset");
+        for (int rep = 0; rep < 2; ++rep) {  // twice: the counters come back to zero, the cache slots rewritten
+          out1.poison();
+          out2.poison();
+          DecodeAttnArgs a;
+          a.out = out1.p;
+          a.rows = dr1.p;
+          a.n_rows = n;
+          a.heads = sh.heads;
+          a.kv_heads = sh.kv_heads;
+          a.head_dim = d;
+          a.scale = 1.0f / std::sqrt(static_cast<float>(d));
+          a.max_splits = max_splits;
+          a.work = work.p;
+          a.counters = counters.p;
+          // Today's prefill path (and the decode path before the fusion): rope_kv_write, then attention.
+          rope_kv_write(dq.p, dk.p, dv.p, qrot.p, dr1.p, dpos.p, dinv.p, il, n, sh.heads, sh.kv_heads, d, nullptr);
+          a.q = qrot.p;
+          decode_attention(a, nullptr);
+          // The fused one: raw q, k and v.
+          a.q = dq.p;
+          a.out = out2.p;
+          a.rows = dr2.p;
+          a.k_new = dk.p;
+          a.v_new = dv.p;
+          a.pos = dpos.p;
+          a.inv_freq = dinv.p;
+          a.interleaved = il;
+          decode_attention(a, nullptr);
+          const auto o1 = out1.download(), o2 = out2.download();
+          EXPECT_TRUE(same_bits(o1.data(), o2.data(), o1.size())) << "d " << d << " il " << il << " offset " << pos_offset;
+          EXPECT_TRUE(std::all_of(o2.begin(), o2.end(), [](float x) { return std::isfinite(x); }));  // all written
+          for (std::size_t r = 0; r < streams.size(); ++r) {
+            const auto ka = K1[r].download(), kb = K2[r].download(), va = V1[r].download(), vb = V2[r].download();
+            EXPECT_TRUE(same_bits(ka.data(), kb.data(), ka.size())) << "K stream " << r << " d " << d << " il " << il;
+            EXPECT_TRUE(same_bits(va.data(), vb.data(), va.size())) << "V stream " << r << " d " << d << " il " << il;
+          }
+        }
+        const auto c = counters.download();
+        EXPECT_TRUE(std::all_of(c.begin(), c.end(), [](unsigned int x) { return x == 0; }));
+      }
+}
+
 }  // namespace
 }  // namespace tf::cuda::test
 

@@ -1,4 +1,4 @@
-// KV-cache writes and decode attention.
+// KV-cache writes and decode attention (with RoPE and the cache write of a decode call's own rows).
 //
 // Decode attention. Each query row's cache is split at FIXED position boundaries (kAttnSplit = 64
 // positions: split s covers positions 64 s .. 64 s + 63), and one block of 256 threads handles one
@@ -29,9 +29,23 @@
 // So a row's output depends on its query, its cache and its length alone: not on the other rows in the
 // call, on which streams they belong to, on the grid, or on which block finishes last. The code is compiled
 // with -fmad=false: every FMA is an explicit __fmaf_rn, every other operation rounds on its own.
+//
+// Fresh rows (DecodeAttnArgs::k_new): a decode call's RoPE of q and k and its cache write, rope_kv_write's
+// job, done here instead, so a decode layer launches one kernel fewer (SmolLM2's decode is bound by launches,
+// not bytes). q arrives raw; the positions a call adds to a stream (new_from .. len - 1: the row itself and
+// the stream's earlier rows in the call) are read from the raw k and v rows, not from the cache, since no
+// kernel has written them there before this one. The query chunk and those keys go through shared memory
+// anyway (qs, and kf in `part`, free until the o phase), so they are rotated there in place, a pair per
+// thread with rope_math.cuh's rope_rotate: the operands and the operations of rope_kv_write, so the scores
+// see the bits they saw when the cache and q came from it. Values need no rotation and load raw straight to
+// registers with the cached ones. The block whose split holds a row's write_pos stores that row's rotated key
+// and value for its kv head in the cache (the next call reads them there); no other block of the launch
+// reads that slot. The cost is one barrier a chunk and a sincosf per pair in a block that would otherwise
+// wait on the loads.
 #include <cfloat>
 
 #include "backends/cuda/kernels/common.cuh"
+#include "backends/cuda/kernels/rope_math.cuh"
 
 namespace tf::cuda {
 namespace {
@@ -89,7 +103,7 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks(DMAX)) decode_at
   constexpr int kItems = (kGroupChunk * C4 + kAttnThreads - 1) / kAttnThreads;  // (head, float4) outputs per thread
 
   pdl_launch();
-  pdl_wait();  // the cache (kv_write) and q come from earlier kernels
+  pdl_wait();  // the cache (earlier calls, kv_write) and q, k, v come from earlier kernels
   // Grid (kv head, row, split): the blocks of the first splits, which every row has, are dispatched first
   // and the blocks past the rows' lengths (which only exit) last.
   const int kvh = blockIdx.x, r = blockIdx.y, split = blockIdx.z;
@@ -105,21 +119,31 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks(DMAX)) decode_at
   const std::int64_t kv_off = (static_cast<std::int64_t>(kvh) * row.cap + p0) * D;
   const float4* K4 = reinterpret_cast<const float4*>(row.k + kv_off);
   const float4* V4 = reinterpret_cast<const float4*>(row.v + kv_off);
+  // Fresh rows (k_new set): the split's positions n_old .. n - 1 (new_from and on) are this call's own rows
+  // of the stream, read raw (position p0 + p from row fresh_row + p); positions before come from the cache.
+  // A stream has at most kMaxDecodeRows rows in a call; the bound only keeps a row that broke that contract
+  // inside kf.
+  const bool fresh = a.k_new != nullptr;
+  const int n_old = fresh ? max(min(max(row.new_from - p0, 0), n), n - kMaxDecodeRows) : n;
+  const int fresh_row = r - (row.write_pos - p0);
 
   __shared__ float4 qs[kGroupChunk * C4];            // the query chunk [head][float4]
   __shared__ float sc[kGroupChunk][kSplit];          // scores, then the weights exp(s - m)
   __shared__ float sm[kGroupChunk], sl[kGroupChunk];  // per head of the chunk: this split's max and sum
   __shared__ float4 part[NG * kGroupChunk * C4];     // o partials [group][head][float4]
   __shared__ int is_last;
+  float4* const kf = part;  // fresh keys [position - n_old][float4] (part is free until the first o phase)
+  static_assert(kMaxDecodeRows * C4 <= NG * kGroupChunk * C4, "a stream's fresh keys fit in part");
 
   // All of this thread's key and value slices are loaded at once (registers; positions past n read as 0).
   // Scores: position ps = t / 4, quarter jq = t % 4 takes float4s jq, jq + 4, ... of the key.
   const int ps = t / kQuarters, jq = t % kQuarters;
+  // Fresh keys come from kf after the first barrier; fresh values are read raw like the cached ones.
   float4 kr[KU];
 #pragma unroll
   for (int u = 0; u < KU; ++u) {
     const int c = jq + kQuarters * u;
-    kr[u] = (ps < n && c < D4) ? __ldg(K4 + ps * D4 + c) : make_float4(0.f, 0.f, 0.f, 0.f);
+    kr[u] = (ps < n_old && c < D4) ? __ldg(K4 + ps * D4 + c) : make_float4(0.f, 0.f, 0.f, 0.f);
   }
   // o: group og = t / C4 takes positions og, og + NG, ... (a warp reads whole rows: coalesced); column oc.
   const int og = t / C4, oc = t % C4;
@@ -127,7 +151,26 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks(DMAX)) decode_at
 #pragma unroll
   for (int k = 0; k < KP; ++k) {
     const int p = og + NG * k;
-    vr[k] = (p < n && oc < D4) ? __ldg(V4 + p * D4 + oc) : make_float4(0.f, 0.f, 0.f, 0.f);
+    const std::int64_t raw = (static_cast<std::int64_t>(fresh_row + p) * a.kv_heads + kvh) * D;
+    if (p < n_old && oc < D4)
+      vr[k] = __ldg(V4 + p * D4 + oc);
+    else if (p < n && oc < D4)
+      vr[k] = __ldg(reinterpret_cast<const float4*>(a.v_new + raw) + oc);
+    else
+      vr[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  // The fresh keys, raw, into kf (rotated in place below). The block whose split holds write_pos does
+  // rope_kv_write's job for row r and kv head kvh: the value goes to the cache here, the rotated key below.
+  // No other block of the launch reads that slot: the stream's later rows take position write_pos raw too.
+  const std::int64_t w_at = (static_cast<std::int64_t>(kvh) * row.cap + row.write_pos) * D;
+  if (fresh) {
+    for (int i = t; i < (n - n_old) * D4; i += kAttnThreads) {
+      const int p = n_old + i / D4, c = i % D4;
+      const std::int64_t off = (static_cast<std::int64_t>(fresh_row + p) * a.kv_heads + kvh) * D;
+      kf[i] = __ldg(reinterpret_cast<const float4*>(a.k_new + off) + c);
+      if (p0 + p == row.write_pos)
+        reinterpret_cast<float4*>(row.v + w_at)[c] = __ldg(reinterpret_cast<const float4*>(a.v_new + off) + c);
+    }
   }
 
   const std::int64_t head0 = static_cast<std::int64_t>(r) * a.heads + static_cast<std::int64_t>(kvh) * G;
@@ -144,7 +187,36 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks(DMAX)) decode_at
         if (c < D4) qs[i] = q4[gi * D4 + c];
       }
     }
-    __syncthreads();  // qs ready; also: the previous chunk is done with sc and part
+    __syncthreads();  // qs (and kf) ready; also: the previous chunk is done with sc and part
+    if (fresh) {
+      // RoPE in place, a pair per thread: the raw query chunk at pos[r], and (first chunk) the fresh keys at
+      // their rows' positions. rope_rotate on the same operands as rope_kv_write, so the same bits.
+      const int half = D / 2, nk = g0 == 0 ? n - n_old : 0;
+      for (int i = t; i < (ng + nk) * half; i += kAttnThreads) {
+        const int h = i / half, pair = i % half;
+        const bool key = h >= ng;
+        float* x = key ? reinterpret_cast<float*>(kf + (h - ng) * D4) : reinterpret_cast<float*>(qs + h * C4);
+        const std::int64_t prow = key ? fresh_row + n_old + (h - ng) : r;
+        int i0, i1;
+        rope_pair(pair, half, a.interleaved, i0, i1);
+        float y0, y1;
+        rope_rotate(x[i0], x[i1], static_cast<float>(a.pos[prow]), a.inv_freq[pair], y0, y1);
+        x[i0] = y0;
+        x[i1] = y1;
+        if (key && p0 + n_old + (h - ng) == row.write_pos) {
+          row.k[w_at + i0] = y0;
+          row.k[w_at + i1] = y1;
+        }
+      }
+      __syncthreads();
+      if (g0 == 0 && ps >= n_old && ps < n) {  // this thread's position is fresh: its key slices from kf
+#pragma unroll
+        for (int u = 0; u < KU; ++u) {
+          const int c = jq + kQuarters * u;
+          if (c < D4) kr[u] = kf[(ps - n_old) * D4 + c];
+        }
+      }
+    }
 
     // Scores: this thread's quarter of each dot, in dim order, then the two shuffles.
     float dot[kGroupChunk];
@@ -345,6 +417,9 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
     throw std::invalid_argument("decode_attention: several splits need work and counters");
   if (a.max_splits < 1 || a.max_splits > 65535 || a.n_rows > 65535)
     throw std::invalid_argument("decode_attention: max_splits and n_rows at most 65535 (grid y, z)");
+  if (a.k_new != nullptr &&
+      (a.v_new == nullptr || a.pos == nullptr || a.inv_freq == nullptr || a.n_rows > kMaxDecodeRows))
+    throw std::invalid_argument("decode_attention: fresh rows need v_new, pos and inv_freq, and at most 16 rows");
   const dim3 grid(static_cast<unsigned int>(a.kv_heads), static_cast<unsigned int>(a.n_rows),
                   static_cast<unsigned int>(a.max_splits));
   if (a.head_dim <= 64)

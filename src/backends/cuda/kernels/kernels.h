@@ -113,14 +113,17 @@ struct AttnRow {
   std::int32_t len = 0;  // positions this row attends over (0 .. len - 1)
   std::int32_t cap = 0;
   std::int32_t write_pos = 0;  // where kv_write stores this row's k and v
-  std::int32_t pad = 0;
+  // The position of the first row of this row's stream in the call (its rows are consecutive in the call,
+  // at consecutive positions new_from, new_from + 1, ...). Read only by decode_attention with k_new set.
+  std::int32_t new_from = 0;
 };
 // Stores k, v [rows, kv_heads * head_dim] at rows[r].write_pos.
 void kv_write(const AttnRow* rows, const float* k, const float* v, std::int64_t n_rows, int kv_heads, int head_dim,
               cudaStream_t s);
 
 // RoPE of q and k fused with kv_write: q_out = rope(q); the cache of rows[r] gets rope(k[r]) and v[r] at
-// rows[r].write_pos. The same rotation as rope(), bit for bit.
+// rows[r].write_pos. The same rotation as rope(), bit for bit. The backend uses it for prefill calls only
+// (decode_attention with k_new does the same for decode calls).
 void rope_kv_write(const float* q, const float* k, const float* v, float* q_out, const AttnRow* rows,
                    const std::int64_t* pos, const float* inv_freq, bool interleaved, std::int64_t n_rows, int heads,
                    int kv_heads, int head_dim, cudaStream_t s);
@@ -131,6 +134,13 @@ void rope_kv_write(const float* q, const float* k, const float* v, float* q_out,
 // kAttnSplit) over the rows); blocks past a row's length exit. One block serves all the query heads of a
 // kv head (keys and values read once per kv head). `work` holds max_splits partials per (row, head);
 // `counters` n_rows * heads zeroed ints, of which the kernel uses one per (row, kv head) and leaves zero.
+//
+// With k_new set (at most kMaxDecodeRows rows) the kernel also does rope_kv_write's job, one launch instead
+// of two: q is the raw query, rotated in the kernel at pos[r]; positions new_from .. len - 1 of a row (its
+// stream's rows in this call) are read from the raw k_new / v_new rows, the keys rotated at their rows'
+// positions, instead of from the cache; and the cache of rows[r] gets rope(k_new[r]) and v_new[r] at
+// write_pos. Output and cache equal rope_kv_write + decode_attention bit for bit (the rotation is
+// rope_math.cuh's in both). Rows must then have len = write_pos + 1, their stream's rows consecutive.
 constexpr int kAttnSplit = 64;
 struct DecodeAttnArgs {
   const float* q = nullptr;  // [rows, heads * head_dim]
@@ -141,6 +151,12 @@ struct DecodeAttnArgs {
   int max_splits = 1;
   float* work = nullptr;      // n_rows * heads * max_splits * (head_dim + 2) floats
   unsigned int* counters = nullptr;  // n_rows * heads
+  // The fused RoPE and cache write (null k_new: q is rotated already and the cache written).
+  const float* k_new = nullptr;       // raw k [rows, kv_heads * head_dim]
+  const float* v_new = nullptr;       // v [rows, kv_heads * head_dim]
+  const std::int64_t* pos = nullptr;  // RoPE position of each row (device)
+  const float* inv_freq = nullptr;    // head_dim / 2 angles per position (rope())
+  bool interleaved = false;
 };
 void decode_attention(const DecodeAttnArgs& a, cudaStream_t s);
 // Sets kernel attributes (shared memory limits) once; the backend calls it before any graph capture.

@@ -1,7 +1,10 @@
 // Rotary position embedding. Pair i of a head turns by angle pos * inv_freq[i] (float32 product, then
 // sincosf), the per-pair frequency factors folded into inv_freq by the host. Pairs are (2i, 2i+1) for
-// GGUF's permuted llama weights (interleaved) or (i, i + d/2) (rotate-half).
+// GGUF's permuted llama weights (interleaved) or (i, i + d/2) (rotate-half). The arithmetic is
+// rope_math.cuh's, shared with rope_kv_write.cu and the decode attention (which rotates decode calls' q and k
+// itself), so every path gives the same bits.
 #include "backends/cuda/kernels/common.cuh"
+#include "backends/cuda/kernels/rope_math.cuh"
 
 namespace tf::cuda {
 namespace {
@@ -16,13 +19,10 @@ __global__ void rope_kernel(const float* __restrict__ x, float* __restrict__ out
   const std::int64_t base = r * static_cast<std::int64_t>(heads) * head_dim;
   for (int t = threadIdx.x; t < heads * half; t += blockDim.x) {
     const int h = t / half, i = t % half;
-    const int i0 = interleaved ? 2 * i : i;
-    const int i1 = interleaved ? 2 * i + 1 : i + half;
-    float sn, cs;
-    sincosf(__fmul_rn(p, inv_freq[i]), &sn, &cs);
-    const float x0 = x[base + h * head_dim + i0], x1 = x[base + h * head_dim + i1];
-    out[base + h * head_dim + i0] = __fsub_rn(__fmul_rn(x0, cs), __fmul_rn(x1, sn));
-    out[base + h * head_dim + i1] = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, cs));
+    int i0, i1;
+    rope_pair(i, half, interleaved, i0, i1);
+    rope_rotate(x[base + h * head_dim + i0], x[base + h * head_dim + i1], p, inv_freq[i], out[base + h * head_dim + i0],
+                out[base + h * head_dim + i1]);
   }
 }
 

@@ -1,17 +1,14 @@
 // RoPE of q and k fused with the KV-cache write: one launch where the tape had three (rope q, rope k, the
 // cache write). Row r: q_out[r] = rope(q[r]); the cache of rows[r] gets rope(k[r]) and v[r] at
-// rows[r].write_pos. The rotation is rope.cu's, step for step, so fused and unfused give the same bits.
+// rows[r].write_pos. The rotation is rope_math.cuh's, shared with rope.cu, so fused and unfused give the
+// same bits. The backend launches it for prefill calls (more than kMaxDecodeRows rows) only: a decode
+// call's RoPE and cache write are done by the decode attention kernel itself (DecodeAttnArgs::k_new), one
+// launch a layer fewer.
 #include "backends/cuda/kernels/common.cuh"
+#include "backends/cuda/kernels/rope_math.cuh"
 
 namespace tf::cuda {
 namespace {
-
-__device__ __forceinline__ void rotate(float x0, float x1, float p, float inv, float& y0, float& y1) {
-  float sn, cs;
-  sincosf(__fmul_rn(p, inv), &sn, &cs);
-  y0 = __fsub_rn(__fmul_rn(x0, cs), __fmul_rn(x1, sn));
-  y1 = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, cs));
-}
 
 // Block (row r, head h): h < heads rotates query head h; h >= heads rotates key head h - heads and writes
 // it and its value to the cache. One block per head rather than per row: each element's arithmetic is the
@@ -29,9 +26,10 @@ __global__ void rope_kv_write_kernel(const float* __restrict__ q, const float* _
   if (hb < heads) {
     const std::int64_t base = (r * heads + hb) * static_cast<std::int64_t>(head_dim);
     for (int i = threadIdx.x; i < half; i += blockDim.x) {
-      const int i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + half;
+      int i0, i1;
+      rope_pair(i, half, interleaved, i0, i1);
       float y0, y1;
-      rotate(q[base + i0], q[base + i1], p, inv_freq[i], y0, y1);
+      rope_rotate(q[base + i0], q[base + i1], p, inv_freq[i], y0, y1);
       q_out[base + i0] = y0;
       q_out[base + i1] = y1;
     }
@@ -42,9 +40,10 @@ __global__ void rope_kv_write_kernel(const float* __restrict__ q, const float* _
   const std::int64_t base = (r * kv_heads + h) * static_cast<std::int64_t>(head_dim);
   const std::int64_t at = (static_cast<std::int64_t>(h) * row.cap + row.write_pos) * head_dim;
   for (int i = threadIdx.x; i < half; i += blockDim.x) {
-    const int i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + half;
+    int i0, i1;
+    rope_pair(i, half, interleaved, i0, i1);
     float y0, y1;
-    rotate(k[base + i0], k[base + i1], p, inv_freq[i], y0, y1);
+    rope_rotate(k[base + i0], k[base + i1], p, inv_freq[i], y0, y1);
     row.k[at + i0] = y0;
     row.k[at + i1] = y1;
   }
