@@ -152,6 +152,28 @@ Fusion fuse(const std::vector<Op>& ops, const std::vector<char>& esc, bool decod
       for (int o : ns.ops) step_index[static_cast<std::size_t>(o)] = sg;
     }
   }
+  // An rms_norm (with its residual add) read only by the very next step, a decode linear group on the
+  // integer kernel, in a call of a few rows, writes that group's x terms itself (rms_norm_imma_prepare): the
+  // group skips its prepare launch and the normed rows are never written (same bits, one launch fewer; 8B:
+  // 64 a token, 27B: 128). Nothing runs between them, so nothing else touches the scratch holding the terms.
+  if (decode) {
+    for (int sn = 0; sn + 1 < static_cast<int>(steps.size()); ++sn) {
+      Step& ns = steps[static_cast<std::size_t>(sn)];
+      if (ns.dead || (ns.type != Step::AddNorm && !(ns.type == Step::Single && ops[static_cast<std::size_t>(ns.ops[0])].kind == Kind::RmsNorm)))
+        continue;
+      const int ni = ns.ops[0];
+      const auto& rd = readers[static_cast<std::size_t>(ni)];
+      if (esc[static_cast<std::size_t>(ni)] || rd.empty()) continue;
+      Step& gs = steps[static_cast<std::size_t>(sn + 1)];
+      bool ok = (gs.type == Step::LinearGroup || gs.type == Step::SwigluGroup) && gs.norm_step < 0 && !gs.dead;
+      for (int r : rd) ok = ok && step_index[static_cast<std::size_t>(r)] == sn + 1;
+      const auto& nout = *ops[static_cast<std::size_t>(ni)].out;
+      ok = ok && cuda::imma_norm_fusable(ops[static_cast<std::size_t>(gs.ops.front())].w, nout.rows, nout.cols);
+      if (!ok) continue;
+      ns.prepares_next = true;
+      gs.x_prepared = true;
+    }
+  }
   return {std::move(steps), std::move(step_index), std::move(absorbed_by), std::move(readers)};
 }
 

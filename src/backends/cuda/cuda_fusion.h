@@ -15,6 +15,10 @@ struct Step {
   int swiglu_op = -1;
   int norm_step = -1;  // a linear group: the (add +) rms_norm step it computes in its prologue
   bool dead = false;   // fused into a later step
+  // An (add +) rms_norm step that writes the next step's x terms for the integer matmul instead of its
+  // normed rows (rms_norm_imma_prepare), and that linear group (which then skips its own prepare launch).
+  bool prepares_next = false;
+  bool x_prepared = false;
 };
 
 struct Fusion {

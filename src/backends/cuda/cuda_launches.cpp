@@ -60,6 +60,21 @@ std::vector<Launch> build_launches(const std::vector<Op>& ops, const std::vector
       }
     }
   };
+  // An (add +) rms_norm that writes the next step's x terms (Step::prepares_next) instead of its rows.
+  auto emit_norm_prepare = [&](const Step& st, const float* a, const float* b, float* sum) {
+    const Op& nrm = ops[static_cast<std::size_t>(st.ops[0])];
+    const Step& gs = steps[static_cast<std::size_t>(&st - steps.data()) + 1];
+    const WeightView w = ops[static_cast<std::size_t>(gs.ops.front())].w;
+    const float* nw = nrm.norm;
+    const int rows = static_cast<int>(nrm.out->rows);
+    const std::int64_t cols = nrm.out->cols;
+    const float eps = nrm.eps;
+    void* scratch = buffers.imma_scratch;
+    const std::size_t bytes = buffers.imma_scratch_bytes;
+    launches.push_back({[=](cudaStream_t s) {
+      cuda::rms_norm_imma_prepare(a, b, sum, nw, rows, cols, eps, w.group, scratch, bytes, s);
+    }});
+  };
   for (const Step& st : steps) {
     if (st.dead) continue;
     const int i = st.ops.front();
@@ -70,6 +85,10 @@ std::vector<Launch> build_launches(const std::vector<Op>& ops, const std::vector
         const float* a = in_ptr(addop.a);
         const float* b = in_ptr(addop.b);
         float* sum = addop.out->ptr;
+        if (st.prepares_next) {
+          emit_norm_prepare(st, a, b, sum);
+          break;
+        }
         float* out = op.out->ptr;
         const float* w = op.norm;
         const std::int64_t rows = op.out->rows, cols = op.out->cols;
@@ -80,7 +99,8 @@ std::vector<Launch> build_launches(const std::vector<Op>& ops, const std::vector
       case Step::LinearGroup:
       case Step::SwigluGroup: {
         cuda::DecodeLinearArgs args;
-        args.x = st.norm_step >= 0 ? nullptr : in_ptr(op.a);
+        args.x = st.norm_step >= 0 || st.x_prepared ? nullptr : in_ptr(op.a);
+        args.x_prepared = st.x_prepared;
         args.x_stride = op.a->cols;
         args.rows = static_cast<int>(op.a->rows);
         args.segments = static_cast<int>(st.ops.size());
@@ -167,6 +187,10 @@ std::vector<Launch> build_launches(const std::vector<Op>& ops, const std::vector
           }
           case Kind::RmsNorm: {
             const float* a = in_ptr(op.a);
+            if (st.prepares_next) {
+              emit_norm_prepare(st, a, nullptr, nullptr);
+              break;
+            }
             float* out = op.out->ptr;
             const float* w = op.norm;
             const std::int64_t rows = op.out->rows, cols = op.out->cols;

@@ -186,13 +186,16 @@ TEST(CudaInvariance, DecodeAttentionBesideOtherStreams) {
 
 // The whole backend: logits of a verify window (k tokens in one forward) equal serial decoding bit for
 // bit; so do two streams run interleaved; graphs on and off agree.
-bench::LlamaShape small_shape(int head_dim) {
+// Hidden 512 runs every linear on the bf16 tensor-core kernel; 2560 (K > 2048) puts q/k/v, o and gate/up on
+// the integer one, whose norms write x's terms themselves at up to four rows and not beyond: the verify
+// windows of 8 and 16 rows and the shared rounds then take the other path than serial decoding.
+bench::LlamaShape small_shape(int head_dim, std::int64_t hidden = 512) {
   bench::LlamaShape s;
   s.name = "small";
-  s.hidden = 512;
+  s.hidden = hidden;
   s.layers = 3;
   s.head_dim = head_dim;
-  s.heads = 512 / head_dim * 2;
+  s.heads = hidden / head_dim * 2;
   s.kv_heads = s.heads / 4 > 0 ? s.heads / 4 : 1;
   s.ffn = 1536;
   s.vocab = 5000;
@@ -237,9 +240,14 @@ void shared_rounds_equal_serial(bench::RandomLlama& m, std::span<const std::int3
 
 TEST(CudaInvariance, BackendVerifyWindowEqualsSerial) {
   TF_NEED_GPU();
-  for (int head_dim : {64, 128, 256}) {
+  struct Config {
+    int head_dim;
+    std::int64_t hidden;
+  };
+  for (const Config cfg : {Config{64, 512}, Config{128, 512}, Config{256, 512}, Config{128, 2560}}) {
+    const int head_dim = cfg.head_dim;
     auto be = make_cuda_backend();
-    bench::RandomLlama m(*be, small_shape(head_dim), 1234);
+    bench::RandomLlama m(*be, small_shape(head_dim, cfg.hidden), 1234);
     std::vector<std::int32_t> prompt(40);
     for (auto& t : prompt) t = static_cast<std::int32_t>(rng()() % 5000);
     std::vector<std::int32_t> cont(16);
@@ -289,10 +297,11 @@ TEST(CudaInvariance, BackendVerifyWindowEqualsSerial) {
           << "d" << head_dim << ": graphs off differ at step " << i;
     }
     const auto st = be->stats();
-    std::printf("[ invariance ] backend d%d: verify windows 2/3/8/16 == serial, interleaved == solo, shared rounds of 6 "
-                "streams (16 rows) == serial, graphs on == off "
+    std::printf("[ invariance ] backend d%d hidden %lld: verify windows 2/3/8/16 == serial, interleaved == solo, shared "
+                "rounds of 6 streams (16 rows) == serial, graphs on == off "
                 "(%lld graph replays, %lld captures)\n",
-                head_dim, static_cast<long long>(st.graph_replays), static_cast<long long>(st.graph_captures));
+                head_dim, static_cast<long long>(cfg.hidden), static_cast<long long>(st.graph_replays),
+                static_cast<long long>(st.graph_captures));
     EXPECT_GT(st.graph_replays, 0);
   }
 }

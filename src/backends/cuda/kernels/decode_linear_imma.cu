@@ -76,7 +76,7 @@ struct WarpX {
 // (w & 0x0F0F0F0F) and its odd ones to 16 + 4j .. ((w >> 4) & 0x0F0F0F0F): slot s holds logical k =
 // 8 ((s & 15) >> 2) + 2 (s & 3) + (s >> 4), and B is written in that order.
 
-// x's terms for pair p (64 k) of every activation row, and per group and row 2^(e-20) and 2^(e-20) times
+// x's terms for pair p (64 k) of every activation row (x in global or shared memory: plain loads), and per group and row 2^(e-20) and 2^(e-20) times
 // the sum of the quantized x (an exact integer, so both ways of preparing give the same bits): 1-2 rows by
 // the whole warp a row at a time, more by a lane per row. `wx` may live in shared memory (the matmul
 // preparing its own) or in global memory (imma_prepare_kernel, once per launch).
@@ -91,7 +91,7 @@ __device__ __forceinline__ void prepare_pair(const float* __restrict__ x, std::i
     // Few rows: the whole warp on one row at a time, two values a lane.
     for (int row = 0; row < rows; ++row) {
       const float* xr = x + static_cast<std::int64_t>(row) * x_stride + p * 64 + kk0;
-      const float x0 = __ldg(xr), x1 = __ldg(xr + 2);
+      const float x0 = xr[0], x1 = xr[2];
       float m = fmaxf(fabsf(x0), fabsf(x1));
 #pragma unroll
       for (int o = first_off; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
@@ -121,8 +121,8 @@ __device__ __forceinline__ void prepare_pair(const float* __restrict__ x, std::i
       const float* xr = x + static_cast<std::int64_t>(valid ? row : 0) * x_stride + p * 64 + 8 * jq;
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
-        const float4 lo = __ldg(reinterpret_cast<const float4*>(xr + 32 * u));
-        const float4 hi = __ldg(reinterpret_cast<const float4*>(xr + 32 * u + 4));
+        const float4 lo = *reinterpret_cast<const float4*>(xr + 32 * u);
+        const float4 hi = *reinterpret_cast<const float4*>(xr + 32 * u + 4);
         xv[u][0] = lo.x, xv[u][1] = lo.y, xv[u][2] = lo.z, xv[u][3] = lo.w;
         xv[u][4] = hi.x, xv[u][5] = hi.y, xv[u][6] = hi.z, xv[u][7] = hi.w;
       }
@@ -176,6 +176,50 @@ __global__ void __launch_bounds__(32) imma_prepare_kernel(const float* __restric
   pdl_launch();
   pdl_wait();  // x is the previous kernel's output, and the previous matmul may still read `out`
   prepare_pair<G64>(x, x_stride, rows, blockIdx.x, static_cast<int>(threadIdx.x), out[blockIdx.x]);
+}
+
+// The RMSNorm (with its residual add) and x's terms in one launch (rms_norm_imma_prepare): block p computes
+// every row's sum of squares in norm_part_sum's order (each block the whole rows: rows <= kMaxImmaNormRows),
+// forms pair p's normed values as rms_norm_parts_kernel does, writes pair p's part of the residual sum, and
+// prepares the pair from shared memory: the bits of rms_norm then imma_prepare_kernel.
+template <bool G64>
+__global__ void __launch_bounds__(32 * kNormParts) imma_norm_prepare_kernel(const float* __restrict__ a,
+                                                                            const float* __restrict__ b,
+                                                                            float* __restrict__ sum_out,
+                                                                            const float* __restrict__ weight, int rows,
+                                                                            std::int64_t cols, float eps, WarpX* out) {
+  __shared__ float parts[kMaxImmaNormRows][kNormParts];
+  __shared__ __align__(16) float xn[kMaxImmaNormRows][64];
+  pdl_launch();
+  pdl_wait();  // a and b are earlier kernels' outputs, and the previous matmul may still read `out`
+  const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
+  const std::int64_t p = blockIdx.x, n4 = cols / 4;
+  for (int row = 0; row < rows; ++row) {
+    const float4* ar = reinterpret_cast<const float4*>(a + row * cols);
+    const float4* br = b != nullptr ? reinterpret_cast<const float4*>(b + row * cols) : nullptr;
+    auto load = [&](std::int64_t i) {
+      float4 v = ar[i];
+      if (br != nullptr) {
+        const float4 c = br[i];
+        v = make_float4(__fadd_rn(v.x, c.x), __fadd_rn(v.y, c.y), __fadd_rn(v.z, c.z), __fadd_rn(v.w, c.w));
+      }
+      return v;
+    };
+    const float ss = norm_part_sum(load, warp, n4, lane);
+    if (lane == 0) parts[row][warp] = ss;
+  }
+  __syncthreads();
+  for (int i = static_cast<int>(threadIdx.x); i < rows * 64; i += static_cast<int>(blockDim.x)) {
+    const int row = i >> 6, k = i & 63;
+    const std::int64_t at = row * cols + p * 64 + k;
+    float v = a[at];
+    if (b != nullptr) v = __fadd_rn(v, b[at]);
+    if (sum_out != nullptr) sum_out[at] = v;
+    const float inv = norm_inv_rms(parts[row], 1, cols, eps);
+    xn[row][k] = __fmul_rn(__fmul_rn(v, inv), weight[p * 64 + k]);
+  }
+  __syncthreads();
+  if (warp == 0) prepare_pair<G64>(&xn[0][0], 64, rows, 0, lane, out[p]);
 }
 
 template <ElemType SE, int RB, int T, bool G64>
@@ -360,7 +404,11 @@ void launch_shape(const TiledArgs& ta_in, cudaStream_t s) {
   ta.prepared = nullptr;
   // Where the caller gave room, x is prepared once for the launch rather than once per block (H200, 27B shape:
   // a 1-row step 10.8 -> ~10.4 ms, an 8-row verify 13.9 -> 10.4 ms).
-  if (ta.a.imma_scratch != nullptr && ta.a.imma_scratch_bytes >= imma_scratch_bytes(ta.cols)) {
+  if (ta.a.x_prepared) {
+    if (ta.a.imma_scratch == nullptr || ta.a.imma_scratch_bytes < imma_scratch_bytes(ta.cols))
+      throw std::invalid_argument("decode_linear: x_prepared needs the scratch that holds the terms");
+    ta.prepared = ta.a.imma_scratch;
+  } else if (ta.a.imma_scratch != nullptr && ta.a.imma_scratch_bytes >= imma_scratch_bytes(ta.cols)) {
     const auto pairs = static_cast<unsigned int>(ta.cols / 64);
     launch_pdl(imma_prepare_kernel<G64>, dim3(pairs), dim3(32), 0, s, ta.a.x, ta.a.x_stride, ta.a.rows,
                static_cast<WarpX*>(ta.a.imma_scratch));
@@ -389,6 +437,29 @@ std::size_t imma_scratch_bytes(std::int64_t cols) { return static_cast<std::size
 namespace tf::cuda {
 std::size_t decode_linear_scratch_bytes(const WeightView& w) {
   return tiled::imma_eligible(w) ? tiled::imma_scratch_bytes(w.cols) : 0;
+}
+
+bool imma_norm_fusable(const WeightView& w, std::int64_t rows, std::int64_t cols) {
+  static const bool on = tiled::env_int("TF_CUDA_IMMA_NORM", 1) != 0;  // A/B runs
+  return on && tiled::imma_eligible(w) && w.cols == cols && rows >= 1 && rows <= kMaxImmaNormRows && cols % 64 == 0;
+}
+
+void rms_norm_imma_prepare(const float* a, const float* b, float* sum_out, const float* weight, int rows,
+                           std::int64_t cols, float eps, int group, void* imma_scratch, std::size_t scratch_bytes,
+                           cudaStream_t s) {
+  auto aligned = [](const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; };
+  if (rows < 1 || rows > kMaxImmaNormRows || cols % 64 != 0 || (group != 32 && group != 64))
+    throw std::invalid_argument("rms_norm_imma_prepare: 1-4 rows, cols a multiple of 64, groups of 32 or 64");
+  // The standalone norm takes norm_part_sum's order only on 16-byte aligned rows; so must this one.
+  if (!aligned(a) || !aligned(b) || !aligned(sum_out) || !aligned(weight))
+    throw std::invalid_argument("rms_norm_imma_prepare: rows must be 16-byte aligned");
+  if (imma_scratch == nullptr || scratch_bytes < tiled::imma_scratch_bytes(cols))
+    throw std::invalid_argument("rms_norm_imma_prepare: scratch too small");
+  auto* out = static_cast<tiled::WarpX*>(imma_scratch);
+  const dim3 grid(static_cast<unsigned int>(cols / 64)), block(32 * kNormParts);
+  if (group == 64) launch_pdl(tiled::imma_norm_prepare_kernel<true>, grid, block, 0, s, a, b, sum_out, weight, rows, cols, eps, out);
+  else launch_pdl(tiled::imma_norm_prepare_kernel<false>, grid, block, 0, s, a, b, sum_out, weight, rows, cols, eps, out);
+  check_launch("rms_norm_imma_prepare");
 }
 }  // namespace tf::cuda
 

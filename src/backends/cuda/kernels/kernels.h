@@ -66,6 +66,9 @@ struct DecodeLinearArgs {
   // Launches on one stream may share it.
   void* imma_scratch = nullptr;
   std::size_t imma_scratch_bytes = 0;
+  // The integer kernel's x terms are in imma_scratch already (rms_norm_imma_prepare wrote them): no prepare
+  // launch, and x is not read.
+  bool x_prepared = false;
 };
 // The widest input for which decode_linear fuses an RMSNorm into an untiled weight (every warp re-reads its
 // rows of x); tiled weights on the bf16 tensor-core kernel fuse it at any width (once per block).
@@ -77,6 +80,18 @@ bool decode_linear_supported(const WeightView& w);
 bool decode_linear_takes_norm(const WeightView& w);
 // The scratch a decode_linear call of this weight can use (DecodeLinearArgs::imma_scratch); 0: none.
 std::size_t decode_linear_scratch_bytes(const WeightView& w);
+// An RMSNorm (with its residual add) read only by a decode_linear of weight w on the integer tensor-core
+// kernel, in a call of at most kMaxImmaNormRows rows, can write that matmul's x terms itself
+// (rms_norm_imma_prepare): one launch instead of two, the same bits. More rows: every block of the fused
+// kernel reads whole rows for the norm, which costs more than the launch it saves.
+constexpr int kMaxImmaNormRows = 4;
+bool imma_norm_fusable(const WeightView& w, std::int64_t rows, std::int64_t cols);
+// sum_out = a + b (when asked), and the x terms of rms_norm(a + b) * weight for the integer kernel in
+// imma_scratch (groups of `group`), instead of the normed rows; then decode_linear with x_prepared. The
+// norm is rms_norm's (norm_part_sum order), so the terms are those decode_linear would make from its output.
+void rms_norm_imma_prepare(const float* a, const float* b, float* sum_out, const float* weight, int rows,
+                           std::int64_t cols, float eps, int group, void* imma_scratch, std::size_t scratch_bytes,
+                           cudaStream_t s);
 void decode_linear(const DecodeLinearArgs& a, cudaStream_t s);
 // The number of threads that share one weight row in decode_linear (a function of the weight shape only).
 int decode_linear_threads(const WeightView& w);
