@@ -76,6 +76,15 @@ __device__ __forceinline__ float norm_part_sum(Load load, int part, std::int64_t
   }
   return warp_sum(ss);
 }
+// Float4 i of row a, plus float4 i of row b when there is one (the residual add in front of a norm).
+__device__ __forceinline__ float4 load_sum4(const float4* a, const float4* b, std::int64_t i) {
+  float4 v = a[i];
+  if (b != nullptr) {
+    const float4 c = b[i];
+    v = make_float4(__fadd_rn(v.x, c.x), __fadd_rn(v.y, c.y), __fadd_rn(v.z, c.z), __fadd_rn(v.w, c.w));
+  }
+  return v;
+}
 // 1 / rms from the parts' sums (parts[0] .. parts[kNormParts - 1], added in order).
 __device__ __forceinline__ float norm_inv_rms(const float* parts, std::int64_t stride, std::int64_t cols, float eps) {
   float ss = parts[0];

@@ -197,14 +197,7 @@ __global__ void __launch_bounds__(32 * kNormParts) imma_norm_prepare_kernel(cons
   for (int row = 0; row < rows; ++row) {
     const float4* ar = reinterpret_cast<const float4*>(a + row * cols);
     const float4* br = b != nullptr ? reinterpret_cast<const float4*>(b + row * cols) : nullptr;
-    auto load = [&](std::int64_t i) {
-      float4 v = ar[i];
-      if (br != nullptr) {
-        const float4 c = br[i];
-        v = make_float4(__fadd_rn(v.x, c.x), __fadd_rn(v.y, c.y), __fadd_rn(v.z, c.z), __fadd_rn(v.w, c.w));
-      }
-      return v;
-    };
+    auto load = [&](std::int64_t i) { return load_sum4(ar, br, i); };
     const float ss = norm_part_sum(load, warp, n4, lane);
     if (lane == 0) parts[row][warp] = ss;
   }

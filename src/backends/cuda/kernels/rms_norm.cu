@@ -69,14 +69,7 @@ __global__ void __launch_bounds__(32 * kNormParts)
   float4* sr = sum_out != nullptr ? reinterpret_cast<float4*>(sum_out + row * cols) : nullptr;
   const std::int64_t n4 = cols / 4;
   const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
-  auto load = [&](std::int64_t i) {
-    float4 v = ar[i];
-    if (br != nullptr) {
-      const float4 c = br[i];
-      v = make_float4(__fadd_rn(v.x, c.x), __fadd_rn(v.y, c.y), __fadd_rn(v.z, c.z), __fadd_rn(v.w, c.w));
-    }
-    return v;
-  };
+  auto load = [&](std::int64_t i) { return load_sum4(ar, br, i); };
   __shared__ float parts[kNormParts];
   const float ss = norm_part_sum(load, warp, n4, lane);
   if (lane == 0) parts[warp] = ss;
