@@ -119,29 +119,39 @@ Fusion fuse(const std::vector<Op>& ops, const std::vector<char>& esc, bool decod
     steps.push_back(std::move(st));
   }
 
+  // The one decode linear group step (after it) that reads the (add +) rms_norm step `sn`'s normed rows, and
+  // nothing else does; -1 if there is none. The two norm rules below start from it.
+  auto sole_group_reader = [&](int sn) {
+    const Step& ns = steps[static_cast<std::size_t>(sn)];
+    if (ns.dead || (ns.type != Step::AddNorm && !(ns.type == Step::Single && ops[static_cast<std::size_t>(ns.ops[0])].kind == Kind::RmsNorm)))
+      return -1;
+    const int ni = ns.ops[0];
+    const auto& rd = readers[static_cast<std::size_t>(ni)];
+    if (esc[static_cast<std::size_t>(ni)] || rd.empty()) return -1;
+    const int sg = step_index[static_cast<std::size_t>(rd.front())];
+    for (int r : rd)
+      if (step_index[static_cast<std::size_t>(r)] != sg) return -1;
+    const Step& gs = steps[static_cast<std::size_t>(sg)];
+    const bool group = (gs.type == Step::LinearGroup || gs.type == Step::SwigluGroup) && gs.norm_step < 0 && !gs.dead;
+    return sg > sn && group ? sg : -1;
+  };
   // An rms_norm (with its residual add) read only by one decode linear group of small width is computed
   // inside that group's launch: it moves to the group's step and its normed output is never written.
   if (decode && fuse_norm) {
     for (int sn = 0; sn < static_cast<int>(steps.size()); ++sn) {
       Step& ns = steps[static_cast<std::size_t>(sn)];
-      if (ns.type != Step::AddNorm && !(ns.type == Step::Single && ops[static_cast<std::size_t>(ns.ops[0])].kind == Kind::RmsNorm))
-        continue;
       const int ni = ns.ops[0];
-      const auto& rd = readers[static_cast<std::size_t>(ni)];
-      if (esc[static_cast<std::size_t>(ni)] || rd.empty()) continue;
-      const int sg = step_index[static_cast<std::size_t>(rd.front())];
-      bool ok = sg > sn;
-      for (int r : rd) ok = ok && step_index[static_cast<std::size_t>(r)] == sg;
+      const int sg = sole_group_reader(sn);
+      if (sg < 0) continue;
       const Step& gs = steps[static_cast<std::size_t>(sg)];
-      ok = ok && (gs.type == Step::LinearGroup || gs.type == Step::SwigluGroup) && gs.norm_step < 0;
       // The untiled kernel re-reads x per warp, so it fuses only narrow norms; the tiled one, any. Every
       // block of a fused launch reads x (and the residual) twice over and redoes the norm, which costs
       // more than the launch it saves once rows x cols passes ~2k (H200: the 8B shape decodes 198 tok/s
       // unfused vs 187 fused, the 27B's 8-row verify 1.05x vs 1.34x a step; SmolLM2's one row 1,013 vs
       // 919 tok/s fused). Fused and standalone norms give the same bits (norm_part_sum's order).
       const auto& nout = *ops[static_cast<std::size_t>(ni)].out;
-      ok = ok && cuda::decode_linear_takes_norm(ops[static_cast<std::size_t>(gs.ops.front())].w);
-      ok = ok && nout.rows * nout.cols <= fuse_norm_max;
+      bool ok = cuda::decode_linear_takes_norm(ops[static_cast<std::size_t>(gs.ops.front())].w) &&
+                nout.rows * nout.cols <= fuse_norm_max;
       if (ns.type == Step::AddNorm) {  // the residual sum moves to step sg: nobody may read it before
         for (int r : readers[static_cast<std::size_t>(ns.ops[1])])
           if (r != ni && step_index[static_cast<std::size_t>(r)] <= sg) ok = false;
@@ -158,18 +168,11 @@ Fusion fuse(const std::vector<Op>& ops, const std::vector<char>& esc, bool decod
   // 64 a token, 27B: 128). Nothing runs between them, so nothing else touches the scratch holding the terms.
   if (decode) {
     for (int sn = 0; sn + 1 < static_cast<int>(steps.size()); ++sn) {
+      if (sole_group_reader(sn) != sn + 1) continue;
       Step& ns = steps[static_cast<std::size_t>(sn)];
-      if (ns.dead || (ns.type != Step::AddNorm && !(ns.type == Step::Single && ops[static_cast<std::size_t>(ns.ops[0])].kind == Kind::RmsNorm)))
-        continue;
-      const int ni = ns.ops[0];
-      const auto& rd = readers[static_cast<std::size_t>(ni)];
-      if (esc[static_cast<std::size_t>(ni)] || rd.empty()) continue;
       Step& gs = steps[static_cast<std::size_t>(sn + 1)];
-      bool ok = (gs.type == Step::LinearGroup || gs.type == Step::SwigluGroup) && gs.norm_step < 0 && !gs.dead;
-      for (int r : rd) ok = ok && step_index[static_cast<std::size_t>(r)] == sn + 1;
-      const auto& nout = *ops[static_cast<std::size_t>(ni)].out;
-      ok = ok && cuda::imma_norm_fusable(ops[static_cast<std::size_t>(gs.ops.front())].w, nout.rows, nout.cols);
-      if (!ok) continue;
+      const auto& nout = *ops[static_cast<std::size_t>(ns.ops[0])].out;
+      if (!cuda::imma_norm_fusable(ops[static_cast<std::size_t>(gs.ops.front())].w, nout.rows, nout.cols)) continue;
       ns.prepares_next = true;
       gs.x_prepared = true;
     }

@@ -207,20 +207,14 @@ std::vector<Launch> build_launches(const std::vector<Op>& ops, const std::vector
             launches.push_back({[=](cudaStream_t s) { cuda::prefill_linear(x, xs, rows, w, out, w.rows, s); }});
             break;
           }
-          case Kind::Add: {
+          case Kind::Add:
+          case Kind::Swiglu: {  // elementwise over two inputs of the output's shape
             const float* a = in_ptr(op.a);
             const float* b = in_ptr(op.b);
             float* out = op.out->ptr;
             const std::int64_t n = op.out->rows * op.out->cols;
-            launches.push_back({[=](cudaStream_t s) { cuda::add(a, b, out, n, s); }});
-            break;
-          }
-          case Kind::Swiglu: {
-            const float* a = in_ptr(op.a);
-            const float* b = in_ptr(op.b);
-            float* out = op.out->ptr;
-            const std::int64_t n = op.out->rows * op.out->cols;
-            launches.push_back({[=](cudaStream_t s) { cuda::swiglu(a, b, out, n, s); }});
+            auto* const fn = op.kind == Kind::Add ? &cuda::add : &cuda::swiglu;
+            launches.push_back({[=](cudaStream_t s) { fn(a, b, out, n, s); }});
             break;
           }
           case Kind::Rope: {

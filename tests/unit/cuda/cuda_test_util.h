@@ -17,6 +17,9 @@
 
 namespace tf::cuda::test {
 
+// Relative error allowed against float64 for kernels that compute in float32 throughout.
+constexpr double kF32Tol = 1e-5;
+
 inline void ck(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
