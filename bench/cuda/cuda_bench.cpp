@@ -263,6 +263,11 @@ void bench_matmul(tf::CudaBackend& be, double bw) {
   ck(cudaMalloc(reinterpret_cast<void**>(&x), 16 * F * 4), "malloc");
   ck(cudaMalloc(reinterpret_cast<void**>(&y), 16 * F * 4), "malloc");
   tf::cuda::fill_random_uniform(x, tf::cuda::ElemType::F32, 16 * F, -1.0f, 1.0f, 5, s);
+  // With scratch for the x terms, as the backend calls it (x prepared once per launch).
+  std::size_t scratch_bytes = 0;
+  for (const auto& w : q4) scratch_bytes = std::max(scratch_bytes, tf::cuda::decode_linear_scratch_bytes(be.weight_view(w)));
+  void* scratch = nullptr;
+  ck(cudaMalloc(&scratch, std::max<std::size_t>(scratch_bytes, 16)), "malloc");
   auto ours = [&](const std::vector<tf::DeviceWeight>& ws, int rows) {
     for (const auto& w : ws) {
       tf::cuda::DecodeLinearArgs a;
@@ -270,6 +275,8 @@ void bench_matmul(tf::CudaBackend& be, double bw) {
       a.x_stride = w.cols;
       a.rows = rows;
       a.seg[0] = {be.weight_view(w), y, w.rows};
+      a.imma_scratch = scratch;
+      a.imma_scratch_bytes = scratch_bytes;
       tf::cuda::decode_linear(a, s);
     }
   };
@@ -340,6 +347,7 @@ void bench_matmul(tf::CudaBackend& be, double bw) {
   cudaFree(xb);
   cudaFree(x);
   cudaFree(y);
+  cudaFree(scratch);
 }
 
 // A few decode steps between cudaProfilerStart/Stop, for `ncu --profile-from-start off` (per-kernel times).

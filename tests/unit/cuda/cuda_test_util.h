@@ -225,6 +225,16 @@ double rel_err(const std::vector<T>& out, const std::vector<double>& ref) {
   return std::sqrt(num) / std::max(std::sqrt(den), 1e-300);
 }
 
+// A one-weight decode_linear call: `rows` rows of x (stride k) into y (stride n).
+inline DecodeLinearArgs linear_args(const float* x, std::int64_t k, int rows, const WeightView& w, float* y, std::int64_t n) {
+  DecodeLinearArgs a;
+  a.x = x;
+  a.x_stride = k;
+  a.rows = rows;
+  a.seg[0] = {w, y, n};
+  return a;
+}
+
 inline bool same_bits(const float* a, const float* b, std::size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
 inline bool have_gpu() {

@@ -51,17 +51,24 @@ TEST(CudaInvariance, DecodeLinear) {
                      C{"dense f32 512x576", 512, 576, 0, 0, ElemType::F32}}) {
     const HostW hw = make_weight(c.n, c.k, c.bits, c.group, c.t);
     DevW dw(hw);
-    check_rows(c.k, c.n, [&](const std::vector<float>& x, int n) {
-      DevBuf<float> dx(x), dy(static_cast<std::size_t>(n * c.n));
-      dy.poison();
-      DecodeLinearArgs a;
-      a.x = dx.p;
-      a.x_stride = c.k;
-      a.rows = n;
-      a.seg[0] = {dw.view, dy.p, c.n};
-      decode_linear(a, nullptr);
-      return dy.download();
-    }, c.name);
+    // Without scratch and, where the weight takes it, with x prepared for the launch: then 1-8 rows run on
+    // the streaming integer kernel and 16 on the blocked one, so this also compares the two.
+    const std::size_t scratch = decode_linear_scratch_bytes(dw.view);
+    for (const bool with_scratch : {false, true}) {
+      if (with_scratch && scratch == 0) continue;
+      DevBuf<std::uint8_t> sb(with_scratch ? scratch : 1);
+      check_rows(c.k, c.n, [&](const std::vector<float>& x, int n) {
+        DevBuf<float> dx(x), dy(static_cast<std::size_t>(n * c.n));
+        dy.poison();
+        DecodeLinearArgs a = linear_args(dx.p, c.k, n, dw.view, dy.p, c.n);
+        if (with_scratch) {
+          a.imma_scratch = sb.p;
+          a.imma_scratch_bytes = scratch;
+        }
+        decode_linear(a, nullptr);
+        return dy.download();
+      }, std::string(c.name) + (with_scratch ? " (x prepared)" : ""));
+    }
   }
   // Fused forms (qkv segments, gate/up with the swiglu epilogue) give each segment's rows the same bits as
   // the plain call.
@@ -69,11 +76,7 @@ TEST(CudaInvariance, DecodeLinear) {
   DevW dg(g), du(u);
   const auto x = random_floats(3 * 576);
   DevBuf<float> dx(x), plain(3 * 1536), fused_g(3 * 1536), fused_u(3 * 1536), sw(3 * 1536);
-  DecodeLinearArgs a;
-  a.x = dx.p;
-  a.x_stride = 576;
-  a.rows = 3;
-  a.seg[0] = {dg.view, plain.p, 1536};
+  DecodeLinearArgs a = linear_args(dx.p, 576, 3, dg.view, plain.p, 1536);
   decode_linear(a, nullptr);
   a.segments = 2;
   a.seg[0] = {dg.view, fused_g.p, 1536};

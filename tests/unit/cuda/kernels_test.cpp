@@ -48,21 +48,17 @@ TEST(CudaKernels, DecodeLinearMatchesFloat64) {
   for (const auto& c : linear_cases()) {
     const HostW hw = make_weight(c.n, c.k, c.bits, c.group, c.dtype);
     DevW dw(hw);
-    for (int rows : {1, 2, 3, 5, 8, 16}) {
+    for (int rows : {1, 2, 3, 5, 8, 9, 16}) {
       const auto x = random_floats(static_cast<std::size_t>(rows * c.k));
       DevBuf<float> dx(x), dy(static_cast<std::size_t>(rows * c.n));
       dy.poison();
-      DecodeLinearArgs a;
-      a.x = dx.p;
-      a.x_stride = c.k;
-      a.rows = rows;
-      a.seg[0] = {dw.view, dy.p, c.n};
+      DecodeLinearArgs a = linear_args(dx.p, c.k, rows, dw.view, dy.p, c.n);
       decode_linear(a, nullptr);
       const auto got = dy.download();
       const double e = rel_err(got, ref_linear(x, rows, hw));
       EXPECT_LT(e, dw.view.tiled ? kTiledTol : kF32Tol) << name(c) << " rows " << rows;
       worst = std::max(worst, e);
-      // With scratch, the integer kernel prepares x once per launch: the same bits.
+      // With scratch, the integer kernel prepares x once per launch (and 1-8 rows stream): the same bits.
       if (const std::size_t scratch = decode_linear_scratch_bytes(dw.view); scratch > 0) {
         DevBuf<std::uint8_t> sb(scratch);
         DevBuf<float> dy2(static_cast<std::size_t>(rows * c.n));
@@ -81,6 +77,15 @@ TEST(CudaKernels, DecodeLinearMatchesFloat64) {
 TEST(CudaKernels, DecodeLinearSegmentsAndSwiglu) {
   TF_NEED_GPU();
   for (const std::int64_t k : {576, 4096}) {  // bf16 and integer tensor cores
+  for (const bool with_scratch : {false, true}) {  // integer: the blocked kernel; the streaming one for 1-8 rows
+  if (with_scratch && k == 576) continue;
+  DevBuf<std::uint8_t> scratch(k / 64 * 4096);  // room for the x terms (decode_linear_scratch_bytes checks)
+  auto give_scratch = [&](DecodeLinearArgs& a, const WeightView& w) {
+    if (!with_scratch) return;
+    a.imma_scratch = scratch.p;
+    a.imma_scratch_bytes = decode_linear_scratch_bytes(w);
+    ASSERT_LE(a.imma_scratch_bytes, scratch.n);
+  };
   const HostW q = make_weight(576, k, 4, 32, ElemType::F16), kk = make_weight(192, k, 4, 32, ElemType::F16),
               v = make_weight(192, k, 4, 32, ElemType::F16);
   DevW dq(q), dk(kk), dv(v);
@@ -99,6 +104,7 @@ TEST(CudaKernels, DecodeLinearSegmentsAndSwiglu) {
     a.seg[0] = {dq.view, yq.p, 576};
     a.seg[1] = {dk.view, yk.p, 192};
     a.seg[2] = {dv.view, yv.p, 192};
+    give_scratch(a, dq.view);
     decode_linear(a, nullptr);
     EXPECT_LT(rel_err(yq.download(), ref_linear(x, rows, q)), kTiledTol) << rows;
     EXPECT_LT(rel_err(yk.download(), ref_linear(x, rows, kk)), kTiledTol) << rows;
@@ -120,12 +126,14 @@ TEST(CudaKernels, DecodeLinearSegmentsAndSwiglu) {
     a.seg[1] = {du.view, nullptr, 1536};
     a.swiglu_out = ys.p;
     a.swiglu_stride = 1536;
+    give_scratch(a, dg.view);
     decode_linear(a, nullptr);
     const auto rg = ref_linear(x, rows, g), ru = ref_linear(x, rows, u);
     std::vector<double> rs(rg.size());
     for (std::size_t i = 0; i < rs.size(); ++i) rs[i] = rg[i] / (1.0 + std::exp(-rg[i])) * ru[i];
     EXPECT_LT(rel_err(yg.download(), rg), kTiledTol);
     EXPECT_LT(rel_err(ys.download(), rs), kTiledTol);
+  }
   }
   }
 }

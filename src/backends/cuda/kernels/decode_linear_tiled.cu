@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) decode_linear_tiled_kernel(Til
 
   __shared__ OutRef outs[T];
   TileRefs<T> tr;
-  setup_tiles<T, SE>(ta, lane, tr, outs);
+  setup_tiles<T, SE>(ta, lane, tr, outs, blockIdx.x, static_cast<int>(threadIdx.x));
   constexpr int kSB = SE == ElemType::F32 ? 4 : 2;
 
   // This warp's K range, in pairs: whole atoms [warp * atoms / W, (warp + 1) * atoms / W).

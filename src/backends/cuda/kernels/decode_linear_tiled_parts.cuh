@@ -85,11 +85,13 @@ struct TileRefs {
   }
 };
 
-// This block's tiles: T consecutive tiles of the segments laid end to end, or T/2 gate tiles and the up
-// tiles of the same rows (swiglu). Padding rows (past the weight) read the last real row's scales; where
-// results go lives in shared memory (`outs`, filled by threads 0 .. T-1).
+// The tiles of work unit `unit` (a block, or a warp of the streaming kernel): T consecutive tiles of the
+// segments laid end to end, or T/2 gate tiles and the up tiles of the same rows (swiglu). Padding rows (past
+// the weight) read the last real row's scales; where results go lives in shared memory (`outs`, filled by
+// the threads whose `writer` index is 0 .. T-1).
 template <int T, ElemType SE>
-__device__ __forceinline__ void setup_tiles(const TiledArgs& ta, int lane, TileRefs<T>& tr, OutRef* outs) {
+__device__ __forceinline__ void setup_tiles(const TiledArgs& ta, int lane, TileRefs<T>& tr, OutRef* outs,
+                                            std::int64_t unit, int writer) {
   const DecodeLinearArgs& a = ta.a;
   const int r = lane >> 2;
   const bool swiglu = a.swiglu_out != nullptr;
@@ -100,9 +102,9 @@ __device__ __forceinline__ void setup_tiles(const TiledArgs& ta, int lane, TileR
     std::int64_t lt;
     if (swiglu) {
       seg = t < T / 2 ? 0 : 1;
-      lt = static_cast<std::int64_t>(blockIdx.x) * (T / 2) + (t % (T / 2));
+      lt = unit * (T / 2) + (t % (T / 2));
     } else {
-      lt = static_cast<std::int64_t>(blockIdx.x) * T + t;
+      lt = unit * T + t;
       seg = 0;
       if (a.segments > 1 && lt >= ta.seg_tiles[0]) {
         lt -= ta.seg_tiles[0];
@@ -126,7 +128,7 @@ __device__ __forceinline__ void setup_tiles(const TiledArgs& ta, int lane, TileR
     tr.sptr[t] = static_cast<const unsigned char*>(TF_PICK(w.scales)) + c0 * ta.groups_per_row * kSB;
     tr.bptr[t] = static_cast<const unsigned char*>(TF_PICK(w.biases)) + c0 * ta.groups_per_row * kSB;
     tr.d8[t] = static_cast<int>((c1 - c0) * ta.groups_per_row * kSB);
-    if (threadIdx.x == t) outs[t] = {TF_PICK(out), TF_PICK(out_stride), safe * kTileRows, rows, valid};
+    if (writer == t) outs[t] = {TF_PICK(out), TF_PICK(out_stride), safe * kTileRows, rows, valid};
 #undef TF_PICK
   }
 }

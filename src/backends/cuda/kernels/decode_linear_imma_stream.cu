@@ -1,0 +1,372 @@
+// The integer decode matmul for calls of 1-8 activation rows whose x terms were prepared for the launch
+// (the decode and verify steps of the 8B- and 27B-class shapes): warps that stream.
+//
+// Why: the blocked kernel (decode_linear_imma.cu) gives a block 16 warps, one per K range, over four
+// tiles. At 128 registers a thread that is one block an SM, and every block waits for its first loads,
+// then for its slowest warp and a barrier: on the 8B stack it reached 26% of the copy bandwidth. Here a
+// warp takes one unit (two tiles: consecutive ones, or a gate tile and its up tile) and streams G of its
+// K ranges (G a function of the shape) with D pairs of loads in flight, codes, scales and x terms alike;
+// blocks are small, and there is no barrier unless the unit's ranges are spread over several warps.
+//
+// The bits are the blocked kernel's (decode_linear_imma_terms.cuh): every group's D is the same exact
+// integer, each range's groups are added in k order from 0, and the ranges' sums in range order: a warp
+// streaming all its unit's ranges folds them as it goes; otherwise the warps leave each range's sum in
+// shared memory and the unit's first warp folds them in order.
+//
+// One or two activation rows use the mma's 8 columns for (row, term): columns 4r + term hold term q_term of
+// row r (column 4r + 3 is zero), so a unit of 32 k is one mma, not three, and lane 4m + 2r of the quad
+// gets D = C[., 4r] 2^14 + C[., 4r + 1] 2^7 + C[., 4r + 2] with one shuffle. Three to eight rows keep the
+// blocked kernel's arrangement: a column per row, one mma per term.
+#include <cuda_runtime.h>
+
+#include <type_traits>
+
+#include "backends/cuda/kernels/decode_linear_imma_terms.cuh"
+
+namespace tf::cuda::tiled {
+namespace {
+
+constexpr int kTW = 2;             // tiles per unit
+
+// f(std::integral_constant<int, 0>) .. f(std::integral_constant<int, N - 1>), unrolled at compile time.
+template <int N, int I = 0, class F>
+__device__ __forceinline__ void static_for(F&& f) {
+  if constexpr (I < N) {
+    f(std::integral_constant<int, I>{});
+    static_for<N, I + 1>(f);
+  }
+}
+
+// ldg_stream at p + OFF bytes, the offset an immediate of the instruction.
+template <int OFF>
+__device__ __forceinline__ uint4 ldg_stream_at(const void* p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4+%5];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p), "n"(OFF));
+  return r;
+}
+constexpr int kMaxBlockWarps = 16;
+
+// One pair's loads: the codes and scales of both tiles (weights: these may be issued before pdl_wait) and
+// the pair's x terms as this lane's B fragments, with the steps and quantized sums of its columns.
+template <ElemType SE, bool PACKED, bool G64>
+struct Stage {
+  static constexpr int kGroups = G64 ? 1 : 2;
+  static constexpr int kTerms = PACKED ? 1 : 3;  // B tiles a unit of 32 k
+  static constexpr int kCols = PACKED ? 1 : 2;   // activation rows a lane's epilogue serves
+  uint4 w[kTW];
+  ScaleBias<SE> sb[kTW][kGroups][2];  // [tile][group][row r / r + 8]
+  unsigned b[kTerms][2][2];           // [term][unit][register]
+  float2 ex[kGroups][kCols];
+};
+
+template <ElemType SE, bool PACKED, bool G64, int D>
+__global__ void __launch_bounds__(kMaxBlockWarps * 32) imma_stream_kernel(TiledArgs ta, std::int64_t units, int G) {
+  using St = Stage<SE, PACKED, G64>;
+  constexpr int kNV = PACKED ? 2 : 4;  // values a lane keeps per tile
+  constexpr int kSB = SE == ElemType::F32 ? 4 : 2;
+  const DecodeLinearArgs& a = ta.a;
+  const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31), c = lane & 3;
+  const int wpb = static_cast<int>(blockDim.x >> 5);
+  const std::int64_t gw = static_cast<std::int64_t>(blockIdx.x) * wpb + warp;
+  const std::int64_t unit = gw / G;
+  const int j = static_cast<int>(gw % G), ul = warp / G;  // this warp's share of the unit; the unit in the block
+  const bool active = unit < units;
+
+  extern __shared__ __align__(16) float part[];  // G > 1: [unit in block][range][tile][value][lane]
+  __shared__ OutRef outs[kMaxBlockWarps][kTW];
+  TileRefs<kTW> tr;
+  setup_tiles<kTW, SE>(ta, lane, tr, outs[warp], active ? unit : 0, lane);
+
+  // This warp's ranges [r_lo, r_lo + R) and their pairs [P0, P1).
+  auto range_begin = [&](int r) { return (static_cast<std::int64_t>(r) * ta.atoms / kMaxWarps) * ta.pairs_per_atom; };
+  const int R = kMaxWarps / G, r_lo = j * R;
+  const std::int64_t P0 = range_begin(r_lo), P1 = active ? range_begin(r_lo + R) : P0;
+
+  // Which B column this lane loads, and which activation rows its epilogue serves.
+  const int bcol = lane >> 2;
+  const int prow = bcol >> 2, pterm = bcol & 3;  // packed: column 4 * row + term
+  const bool pon = PACKED && pterm < 3 && prow < a.rows;
+  const int erow = c >> 1;                       // packed: lanes 4m and 4m + 2 serve rows 0 and 1
+  const bool eon = PACKED && (c & 1) == 0 && erow < a.rows;
+
+  // Running pointers at pair P0 + base (advanced D pairs a step), so that every load in the unrolled loop
+  // is a pointer plus an immediate: address arithmetic was most of the loop's instructions.
+  constexpr int kScaleStep = (G64 ? 1 : 2) * kSB;  // scale bytes a pair
+  const uint4* cp[kTW];
+  const unsigned char* sp[kTW][2];
+  const unsigned char* bp[kTW][2];
+#pragma unroll
+  for (int t = 0; t < kTW; ++t) {
+    cp[t] = tr.codes[t] + P0 * 32;
+    const std::int64_t off = P0 * kScaleStep;
+    sp[t][0] = tr.sptr[t] + off;
+    bp[t][0] = tr.bptr[t] + off;
+    sp[t][1] = sp[t][0] + tr.d8[t];
+    bp[t][1] = bp[t][0] + tr.d8[t];
+  }
+  // This lane's B words and its columns' (step, sum) in pair P0's WarpX.
+  const WarpX* px0 = static_cast<const WarpX*>(ta.prepared) + P0;
+  const unsigned char* xq;
+  const float2* xe;
+  if constexpr (PACKED) {
+    xq = &px0->q[0][pterm < 3 ? pterm : 0][prow][4 * c];
+    xe = &px0->ex[0][eon ? erow : 0];
+  } else {
+    xq = &px0->q[0][0][bcol][4 * c];
+    xe = &px0->ex[0][0];
+  }
+  constexpr int kQTerm = kMaxDecodeRows * 32, kQUnit = 3 * kQTerm;  // byte strides in WarpX::q
+
+  // Pair base + I's loads (I a compile-time offset from the running pointers).
+  auto load_w = [&](St& s, auto I) {
+    constexpr int i = decltype(I)::value;
+#pragma unroll
+    for (int t = 0; t < kTW; ++t) {
+      s.w[t] = ldg_stream_at<i * 32 * 16>(cp[t]);
+#pragma unroll
+      for (int g = 0; g < St::kGroups; ++g)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) s.sb[t][g][h].load(sp[t][h] + i * kScaleStep + g * kSB, bp[t][h] + i * kScaleStep + g * kSB);
+    }
+  };
+  auto load_x = [&](St& s, auto I) {
+    constexpr int i = decltype(I)::value;
+    const unsigned char* q = xq + i * static_cast<int>(sizeof(WarpX));
+    const float2* e = reinterpret_cast<const float2*>(reinterpret_cast<const unsigned char*>(xe) + i * sizeof(WarpX));
+    if constexpr (PACKED) {
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        s.b[0][u][0] = pon ? __ldg(reinterpret_cast<const unsigned*>(q + u * kQUnit)) : 0u;
+        s.b[0][u][1] = pon ? __ldg(reinterpret_cast<const unsigned*>(q + u * kQUnit + 16)) : 0u;
+      }
+#pragma unroll
+      for (int g = 0; g < St::kGroups; ++g) s.ex[g][0] = eon ? __ldg(e + g * kMaxDecodeRows) : make_float2(0.0f, 0.0f);
+    } else {
+#pragma unroll
+      for (int term = 0; term < 3; ++term)
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          s.b[term][u][0] = __ldg(reinterpret_cast<const unsigned*>(q + u * kQUnit + term * kQTerm));
+          s.b[term][u][1] = __ldg(reinterpret_cast<const unsigned*>(q + u * kQUnit + term * kQTerm + 16));
+        }
+#pragma unroll
+      for (int g = 0; g < St::kGroups; ++g)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = 2 * c + h;
+          s.ex[g][h] = row < a.rows ? __ldg(e + g * kMaxDecodeRows + row) : make_float2(0.0f, 0.0f);
+        }
+    }
+  };
+  auto advance = [&]() {
+#pragma unroll
+    for (int t = 0; t < kTW; ++t) {
+      cp[t] += D * 32;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        sp[t][h] += D * kScaleStep;
+        bp[t][h] += D * kScaleStep;
+      }
+    }
+    xq += D * sizeof(WarpX);
+    xe = reinterpret_cast<const float2*>(reinterpret_cast<const unsigned char*>(xe) + D * sizeof(WarpX));
+  };
+
+  const int n = static_cast<int>(P1 - P0);  // pairs this warp streams
+  St ring[D];
+  pdl_launch();
+  static_for<D>([&](auto I) {
+    if (I.value < n) load_w(ring[I.value], I);
+  });
+  pdl_wait();  // the x terms are the previous kernel's output
+  static_for<D>([&](auto I) {
+    if (I.value < n) load_x(ring[I.value], I);
+  });
+
+  float acc[kTW][kNV], total[kTW][kNV];
+#pragma unroll
+  for (int t = 0; t < kTW; ++t)
+#pragma unroll
+    for (int i = 0; i < kNV; ++i) acc[t][i] = total[t][i] = 0.0f;
+
+  // One pair: per tile, codes to bytes, the mma chain of each group, then acc += s * (D * step) + b * sum.
+  auto consume = [&](const St& s) {
+#pragma unroll
+    for (int t = 0; t < kTW; ++t) {
+      int d[St::kTerms][4];
+#pragma unroll
+      for (int term = 0; term < St::kTerms; ++term)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) d[term][i] = 0;
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const unsigned w0 = u == 0 ? s.w[t].x : s.w[t].z;  // row r
+        const unsigned w1 = u == 0 ? s.w[t].y : s.w[t].w;  // row r + 8
+        const unsigned af[4] = {w0 & 0x0F0F0F0Fu, w1 & 0x0F0F0F0Fu, (w0 >> 4) & 0x0F0F0F0Fu, (w1 >> 4) & 0x0F0F0F0Fu};
+#pragma unroll
+        for (int term = 0; term < St::kTerms; ++term) mma_u8s8(d[term], af, s.b[term][u][0], s.b[term][u][1]);
+        if (G64 && u == 0) continue;  // a group of 64 ends with the pair
+        const int g = G64 ? 0 : u;
+        const ScaleBias<SE>& s0 = s.sb[t][g][0];
+        const ScaleBias<SE>& s1 = s.sb[t][g][1];
+        if constexpr (PACKED) {
+          // Lane 4m + 2r: columns 4r (q0) and 4r + 1 (q1) here, 4r + 2 (q2) in the next lane.
+          const unsigned n0 = static_cast<unsigned>(__shfl_down_sync(0xffffffffu, d[0][0], 1));
+          const unsigned n2 = static_cast<unsigned>(__shfl_down_sync(0xffffffffu, d[0][2], 1));
+          // Unsigned wrap-around keeps lanes whose columns are not whole rows well defined (unused).
+          const int whole0 = static_cast<int>(static_cast<unsigned>(d[0][0]) * 16384u + static_cast<unsigned>(d[0][1]) * 128u + n0);
+          const int whole1 = static_cast<int>(static_cast<unsigned>(d[0][2]) * 16384u + static_cast<unsigned>(d[0][3]) * 128u + n2);
+          const float2 e = s.ex[g][0];
+          acc[t][0] = __fmaf_rn(__fmul_rn(s0.scale(), e.x), __int2float_rn(whole0), __fmaf_rn(s0.bias(), e.y, acc[t][0]));
+          acc[t][1] = __fmaf_rn(__fmul_rn(s1.scale(), e.x), __int2float_rn(whole1), __fmaf_rn(s1.bias(), e.y, acc[t][1]));
+        } else {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const int whole = static_cast<int>(static_cast<unsigned>(d[0][i]) * 16384u + static_cast<unsigned>(d[1][i]) * 128u +
+                                               static_cast<unsigned>(d[2][i]));
+            const float2 e = s.ex[g][i & 1];
+            const ScaleBias<SE>& sbi = i < 2 ? s0 : s1;
+            acc[t][i] = __fmaf_rn(__fmul_rn(sbi.scale(), e.x), __int2float_rn(whole), __fmaf_rn(sbi.bias(), e.y, acc[t][i]));
+          }
+        }
+#pragma unroll
+        for (int term = 0; term < St::kTerms; ++term)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) d[term][i] = 0;
+      }
+    }
+  };
+
+  // A range ends: fold it into the running total (this warp has all of the unit's ranges) or leave it in
+  // shared memory for the unit's first warp.
+  int range = r_lo;
+  int next_flush = static_cast<int>(range_begin(r_lo + 1) - P0);
+  auto flush = [&]() {
+#pragma unroll
+    for (int t = 0; t < kTW; ++t)
+#pragma unroll
+      for (int i = 0; i < kNV; ++i) {
+        if (G == 1) total[t][i] = range == 0 ? acc[t][i] : __fadd_rn(total[t][i], acc[t][i]);
+        else part[(((ul * kMaxWarps + range) * kTW + t) * kNV + i) * 32 + lane] = acc[t][i];
+        acc[t][i] = 0.0f;
+      }
+    ++range;
+    next_flush = static_cast<int>(range_begin(range + 1) - P0);
+  };
+
+  for (int base = 0; base < n; base += D) {
+    bool done = false;
+    static_for<D>([&](auto I) {
+      constexpr int i = decltype(I)::value;
+      if (done || base + i >= n) {
+        done = true;
+        return;
+      }
+      consume(ring[i]);
+      if (base + i + D < n) {
+        load_w(ring[i], std::integral_constant<int, i + D>{});
+        load_x(ring[i], std::integral_constant<int, i + D>{});
+      }
+      if (base + i + 1 == next_flush) flush();
+    });
+    advance();
+  }
+
+  if (G > 1) {
+    __syncthreads();
+    if (j != 0 || !active) return;
+#pragma unroll
+    for (int t = 0; t < kTW; ++t)
+#pragma unroll
+      for (int i = 0; i < kNV; ++i) {
+        const float* pp = part + ((ul * kMaxWarps) * kTW + t) * kNV * 32 + i * 32 + lane;
+        float v = pp[0];
+        for (int r = 1; r < kMaxWarps; ++r) v = __fadd_rn(v, pp[r * kTW * kNV * 32]);
+        total[t][i] = v;
+      }
+  }
+  if (!active) return;
+  __syncwarp();  // outs
+  const OutRef* o = outs[warp];
+  const bool swiglu = a.swiglu_out != nullptr;
+  const int r = lane >> 2;
+#pragma unroll
+  for (int i = 0; i < kNV; ++i) {
+    // Packed: value i is weight row r + 8i for activation row c / 2 (lanes 4m, 4m + 2); otherwise weight
+    // row r + 8 (i / 2) for activation row 2c + i % 2.
+    const int rr = PACKED ? r + 8 * i : r + 8 * (i >> 1);
+    const int row = PACKED ? erow : 2 * c + (i & 1);
+    if ((PACKED && !eon) || row >= a.rows) continue;
+#pragma unroll
+    for (int t = 0; t < (swiglu ? 1 : kTW); ++t) {
+      const std::int64_t n = o[t].first_row + rr;
+      if (!o[t].valid || n >= o[t].rows) continue;
+      store_output<kTW>(a, o, t, n, row, total[t][i], swiglu ? total[1][i] : 0.0f);
+    }
+  }
+}
+
+int sm_count() {
+  static const int n = [] {
+    int dev = 0, v = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      return 132;
+    return v;
+  }();
+  return n;
+}
+
+// Warps per unit (G): the fewest (a power of two up to 16) that give the GPU 8 warps an SM. Measured on the
+// H200 (ncu, each matrix of the 8B and 27B shapes at G = 1, 2, 8, 16): 8B gate/up (896 units) 40.7 / 36.1 /
+// - / 50.5 µs; 27B o (160 units) - / 23.3 / 14.0 / 17.4 µs; 27B gate/up (1,088 units) 48.5 / 50.0 / - /
+// 56.3 µs; the 27B lm_head is fastest at G = 1 (3.45 TB/s). More warps than half a wave cost a second,
+// mostly idle wave or shorter streams. TF_CUDA_IMMA_G forces G, TF_CUDA_IMMA_WARPS_PER_SM the target
+// (A/B runs). A function of the shape alone, and of no consequence to the bits.
+int warps_per_unit(std::int64_t units) {
+  static const int forced = env_int("TF_CUDA_IMMA_G", 0);
+  if (forced == 1 || forced == 2 || forced == 4 || forced == 8 || forced == 16) return forced;
+  static const int target = env_int("TF_CUDA_IMMA_WARPS_PER_SM", 8);
+  int g = 1;
+  while (g < kMaxWarps && units * g < static_cast<std::int64_t>(sm_count()) * target) g *= 2;
+  return g;
+}
+
+template <ElemType SE, bool PACKED, bool G64, int D>
+void launch(const TiledArgs& ta, cudaStream_t s) {
+  const bool swiglu = ta.a.swiglu_out != nullptr;
+  const std::int64_t units = swiglu ? ta.tiles : ceil_div(ta.tiles, kTW);
+  const int G = warps_per_unit(units);
+  const int wpb = G < 4 ? 4 : G;
+  constexpr int kNV = PACKED ? 2 : 4;
+  const std::size_t smem = G > 1 ? static_cast<std::size_t>(wpb / G) * kMaxWarps * kTW * kNV * 32 * sizeof(float) : 0;
+  const auto blocks = static_cast<unsigned int>(ceil_div(units * G, wpb));
+  launch_pdl(imma_stream_kernel<SE, PACKED, G64, D>, dim3(blocks), dim3(32 * wpb), smem, s, ta, units, G);
+  check_launch("decode_linear_imma_stream");
+}
+
+template <ElemType SE, bool G64>
+void launch_rows(const TiledArgs& ta, cudaStream_t s) {
+  // Pairs in flight a warp: as many as fit in 128 registers without spilling.
+  if (ta.a.rows <= 2) return launch<SE, true, G64, G64 ? 4 : 3>(ta, s);
+  return launch<SE, false, G64, 2>(ta, s);
+}
+
+}  // namespace
+
+bool imma_stream_takes(const TiledArgs& ta) {
+  static const bool on = env_int("TF_CUDA_IMMA_STREAM", 1) != 0;  // A/B runs
+  return on && ta.prepared != nullptr && ta.a.rows >= 1 && ta.a.rows <= 8 && ta.warps == kMaxWarps;
+}
+
+void decode_linear_imma_stream(const TiledArgs& ta, cudaStream_t s) {
+  const bool g64 = ta.a.seg[0].w.group == 64;
+  switch (ta.a.seg[0].w.dtype) {
+    case ElemType::F32: return g64 ? launch_rows<ElemType::F32, true>(ta, s) : launch_rows<ElemType::F32, false>(ta, s);
+    case ElemType::F16: return g64 ? launch_rows<ElemType::F16, true>(ta, s) : launch_rows<ElemType::F16, false>(ta, s);
+    case ElemType::BF16: return g64 ? launch_rows<ElemType::BF16, true>(ta, s) : launch_rows<ElemType::BF16, false>(ta, s);
+  }
+}
+
+}  // namespace tf::cuda::tiled
