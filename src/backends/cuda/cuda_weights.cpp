@@ -82,6 +82,23 @@ Tensor upload_codes(const HostWeight& w) {
   return Tensor(codes);
 }
 
+// A weight on the integer decode kernel streams its scales and biases from a tiled copy (kernels.h,
+// tile_scale_bias): it is made on the device and rides in the scales blob after the row-major scales, at a
+// 256-byte boundary. The prefill GEMM and the other kernels keep reading the row-major arrays.
+void add_tiled_scale_bias(DeviceWeight& d, cudaStream_t stream) {
+  const cuda::WeightView v = device_weight_view(d);
+  const std::size_t extra = cuda::tiled_scale_bias_bytes(v);
+  if (extra == 0) return;
+  const DeviceBlob* s = blob(d.scales);
+  const std::size_t at = (s->bytes + 255) / 256 * 256;
+  auto grown = std::make_shared<DeviceBlob>(at + extra, s->dtype);
+  TF_CK(cudaMemcpyAsync(grown->ptr, s->ptr, s->bytes, cudaMemcpyDeviceToDevice, stream));
+  cuda::tile_scale_bias(v, static_cast<unsigned char*>(grown->ptr) + at, stream);
+  TF_CK(cudaStreamSynchronize(stream));
+  grown->aux_offset = at;
+  d.scales = Tensor(grown);
+}
+
 }  // namespace
 
 DeviceWeight upload_weight(const HostWeight& w) {
@@ -150,6 +167,7 @@ DeviceWeight upload_weight(const HostWeight& w) {
   TF_CK(cudaMemcpy(bblob->ptr, b.data(), b.size(), cudaMemcpyHostToDevice));
   d.scales = Tensor(sblob);
   d.biases = Tensor(bblob);
+  add_tiled_scale_bias(d, nullptr);
   return d;
 }
 
@@ -190,6 +208,7 @@ DeviceWeight random_device_weight(std::int64_t rows, std::int64_t cols, int bits
   d.biases = Tensor(b);
   d.bits = bits;
   d.group_size = group;
+  add_tiled_scale_bias(d, stream);
   return d;
 }
 
@@ -207,6 +226,7 @@ WeightView device_weight_view(const DeviceWeight& d) {
     v.biases = blob(d.biases)->ptr;
     v.dtype = s->dtype;
     v.tiled = cuda::tileable(d.bits, d.group_size, d.cols);
+    if (s->aux_offset != 0) v.sb_tiled = static_cast<const unsigned char*>(s->ptr) + s->aux_offset;
   } else {
     v.dtype = data->dtype;
   }

@@ -23,6 +23,9 @@ struct DeviceBlob final : Tensor::Impl {
   void* ptr = nullptr;
   std::size_t bytes;
   ElemType dtype;
+  // Where a second layout of the blob's values starts, in bytes (0: none). A scales blob of a weight on the
+  // integer kernel carries the tiled copy of the scales and biases there (kernels.h, tile_scale_bias).
+  std::size_t aux_offset = 0;
 };
 
 // The device memory of a weight's tensor (a weight of another backend throws).

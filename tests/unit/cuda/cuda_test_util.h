@@ -178,7 +178,7 @@ inline std::vector<std::uint8_t> device_codes(const HostW& h) {
 
 // The weight on the device, with its view.
 struct DevW {
-  DevBuf<std::uint8_t> data, scales, biases;
+  DevBuf<std::uint8_t> data, scales, biases, sb_tiled;
   WeightView view;
   // Affine codes go up tiled when the format allows, as the backend uploads them (tiled_layout.h).
   explicit DevW(const HostW& h) : data(device_codes(h)) {
@@ -194,6 +194,13 @@ struct DevW {
       biases = DevBuf<std::uint8_t>(h.biases);
       view.scales = scales.p;
       view.biases = biases.p;
+      // The integer kernel's tiled copy of the scales and biases, made as the backend makes it.
+      if (const std::size_t n = tiled_scale_bias_bytes(view); n > 0) {
+        sb_tiled = DevBuf<std::uint8_t>(n);
+        tile_scale_bias(view, sb_tiled.p, nullptr);
+        ck(cudaDeviceSynchronize(), "tile_scale_bias");
+        view.sb_tiled = sb_tiled.p;
+      }
     }
   }
 };

@@ -275,6 +275,48 @@ std::size_t imma_scratch_bytes(std::int64_t cols) { return static_cast<std::size
 }  // namespace tf::cuda::tiled
 
 namespace tf::cuda {
+namespace {
+// Thread (tile, group, r): the four values of rows 16 tile + r and + 8 at that group (tiled_scale_index).
+template <typename E>
+__global__ void tile_scale_bias_kernel(const E* __restrict__ s, const E* __restrict__ b, std::int64_t rows,
+                                       std::int64_t gpr, std::int64_t tiles, E* __restrict__ out) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= tiles * gpr * 8) return;
+  const int r = static_cast<int>(i & 7);
+  const std::int64_t g = (i >> 3) % gpr, tile = (i >> 3) / gpr;
+  const std::int64_t n0 = tile * kTileRows + r, n1 = n0 + 8;
+  const std::int64_t c0 = n0 < rows ? n0 : rows - 1, c1 = n1 < rows ? n1 : rows - 1;
+  E* o = out + tiled_scale_index(tile, g, r, 0, gpr);
+  o[0] = s[c0 * gpr + g];
+  o[1] = b[c0 * gpr + g];
+  o[2] = s[c1 * gpr + g];
+  o[3] = b[c1 * gpr + g];
+}
+}  // namespace
+
+std::size_t tiled_scale_bias_bytes(const WeightView& w) {
+  if (!tiled::imma_eligible(w)) return 0;
+  return static_cast<std::size_t>(tiled_rows(w.rows) / kTileRows * (w.cols / w.group) * kTiledScaleGroupElems) *
+         elem_bytes(w.dtype);
+}
+
+void tile_scale_bias(const WeightView& w, void* out, cudaStream_t st) {
+  if (tiled_scale_bias_bytes(w) == 0) throw std::invalid_argument("tile_scale_bias: not an integer-kernel weight");
+  const std::int64_t gpr = w.cols / w.group, tiles = tiled_rows(w.rows) / kTileRows, n = tiles * gpr * 8;
+  const dim3 grid(static_cast<unsigned int>(ceil_div(n, 256))), block(256);
+  switch (w.dtype) {
+    case ElemType::F32:
+      tile_scale_bias_kernel<<<grid, block, 0, st>>>(static_cast<const float*>(w.scales), static_cast<const float*>(w.biases),
+                                                     w.rows, gpr, tiles, static_cast<float*>(out));
+      break;
+    default:  // f16 and bf16: 16-bit values moved as they are
+      tile_scale_bias_kernel<<<grid, block, 0, st>>>(static_cast<const unsigned short*>(w.scales),
+                                                     static_cast<const unsigned short*>(w.biases), w.rows, gpr, tiles,
+                                                     static_cast<unsigned short*>(out));
+  }
+  check_launch("tile_scale_bias");
+}
+
 std::size_t decode_linear_scratch_bytes(const WeightView& w) {
   return tiled::imma_eligible(w) ? tiled::imma_scratch_bytes(w.cols) : 0;
 }

@@ -5,8 +5,12 @@
 // tiles. At 128 registers a thread that is one block an SM, and every block waits for its first loads,
 // then for its slowest warp and a barrier: on the 8B stack it reached 26% of the copy bandwidth. Here a
 // warp takes one unit (two tiles: consecutive ones, or a gate tile and its up tile) and streams G of its
-// K ranges (G a function of the shape) with D pairs of loads in flight, codes, scales and x terms alike;
-// blocks are small, and there is no barrier unless the unit's ranges are spread over several warps.
+// K ranges (G a function of the shape) with D pairs of weight loads in flight (codes, and scales from the
+// weight's tiled scale/bias copy: one 8-byte load a tile and group) and DX pairs of x terms; blocks are
+// small, and there is no barrier unless the unit's ranges are spread over several warps. Registers are
+// what bounds the loads in flight: each one holds its bytes in registers until used, which is why the
+// scales come from the tiled copy (half the registers of four 2-byte loads) and the x terms, L1/L2 hits,
+// are fetched only DX pairs ahead.
 //
 // The bits are the blocked kernel's (decode_linear_imma_terms.cuh): every group's D is the same exact
 // integer, each range's groups are added in k order from 0, and the ranges' sums in range order: a warp
@@ -61,9 +65,13 @@ struct Stage {
   float2 ex[kGroups][kCols];
 };
 
-template <ElemType SE, bool PACKED, bool G64, int D>
+// D: pairs of weight loads in flight a warp (codes and scales); DX: pairs of x terms in flight (L1/L2 hits,
+// shared by every warp, so fewer registers go to them). The loop is unrolled over U = lcm(D, DX) pairs, so
+// that both rings' slots are compile-time indices.
+template <ElemType SE, bool PACKED, bool G64, int D, int DX>
 __global__ void __launch_bounds__(kMaxBlockWarps * 32) imma_stream_kernel(TiledArgs ta, std::int64_t units, int G) {
   using St = Stage<SE, PACKED, G64>;
+  constexpr int U = D % DX == 0 ? D : DX % D == 0 ? DX : D * DX;
   constexpr int kNV = PACKED ? 2 : 4;  // values a lane keeps per tile
   constexpr int kSB = SE == ElemType::F32 ? 4 : 2;
   const DecodeLinearArgs& a = ta.a;
@@ -93,18 +101,16 @@ __global__ void __launch_bounds__(kMaxBlockWarps * 32) imma_stream_kernel(TiledA
 
   // Running pointers at pair P0 + base (advanced D pairs a step), so that every load in the unrolled loop
   // is a pointer plus an immediate: address arithmetic was most of the loop's instructions.
-  constexpr int kScaleStep = (G64 ? 1 : 2) * kSB;  // scale bytes a pair
+  // Scales and biases from the tiled copy: a group of a tile is kTiledScaleGroupElems values, this lane's
+  // four (rows r and r + 8) side by side.
+  constexpr int kGroupBytes = kTiledScaleGroupElems * kSB;
+  constexpr int kScaleStep = (G64 ? 1 : 2) * kGroupBytes;  // scale bytes a pair
   const uint4* cp[kTW];
-  const unsigned char* sp[kTW][2];
-  const unsigned char* bp[kTW][2];
+  const unsigned char* sbp[kTW];
 #pragma unroll
   for (int t = 0; t < kTW; ++t) {
     cp[t] = tr.codes[t] + P0 * 32;
-    const std::int64_t off = P0 * kScaleStep;
-    sp[t][0] = tr.sptr[t] + off;
-    bp[t][0] = tr.bptr[t] + off;
-    sp[t][1] = sp[t][0] + tr.d8[t];
-    bp[t][1] = bp[t][0] + tr.d8[t];
+    sbp[t] = tr.sbt[t] + P0 * kScaleStep;
   }
   // This lane's B words and its columns' (step, sum) in pair P0's WarpX.
   const WarpX* px0 = static_cast<const WarpX*>(ta.prepared) + P0;
@@ -126,9 +132,17 @@ __global__ void __launch_bounds__(kMaxBlockWarps * 32) imma_stream_kernel(TiledA
     for (int t = 0; t < kTW; ++t) {
       s.w[t] = ldg_stream_at<i * 32 * 16>(cp[t]);
 #pragma unroll
-      for (int g = 0; g < St::kGroups; ++g)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) s.sb[t][g][h].load(sp[t][h] + i * kScaleStep + g * kSB, bp[t][h] + i * kScaleStep + g * kSB);
+      for (int g = 0; g < St::kGroups; ++g) {
+        const unsigned char* q = sbp[t] + i * kScaleStep + g * kGroupBytes;
+        if constexpr (SE == ElemType::F32) {
+          const float4 v = __ldg(reinterpret_cast<const float4*>(q));
+          s.sb[t][g][0].s = v.x, s.sb[t][g][0].b = v.y, s.sb[t][g][1].s = v.z, s.sb[t][g][1].b = v.w;
+        } else {
+          const uint2 v = __ldg(reinterpret_cast<const uint2*>(q));  // (s, b) of row r, then of row r + 8
+          s.sb[t][g][0].v = v.x;
+          s.sb[t][g][1].v = v.y;
+        }
+      }
     }
   };
   auto load_x = [&](St& s, auto I) {
@@ -163,26 +177,22 @@ __global__ void __launch_bounds__(kMaxBlockWarps * 32) imma_stream_kernel(TiledA
   auto advance = [&]() {
 #pragma unroll
     for (int t = 0; t < kTW; ++t) {
-      cp[t] += D * 32;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        sp[t][h] += D * kScaleStep;
-        bp[t][h] += D * kScaleStep;
-      }
+      cp[t] += U * 32;
+      sbp[t] += U * kScaleStep;
     }
-    xq += D * sizeof(WarpX);
-    xe = reinterpret_cast<const float2*>(reinterpret_cast<const unsigned char*>(xe) + D * sizeof(WarpX));
+    xq += U * sizeof(WarpX);
+    xe = reinterpret_cast<const float2*>(reinterpret_cast<const unsigned char*>(xe) + U * sizeof(WarpX));
   };
 
   const int n = static_cast<int>(P1 - P0);  // pairs this warp streams
-  St ring[D];
+  St ring[D], xring[DX];  // weights (codes, scales) and x terms (b, ex): each ring holds only its part
   pdl_launch();
   static_for<D>([&](auto I) {
     if (I.value < n) load_w(ring[I.value], I);
   });
   pdl_wait();  // the x terms are the previous kernel's output
-  static_for<D>([&](auto I) {
-    if (I.value < n) load_x(ring[I.value], I);
+  static_for<DX>([&](auto I) {
+    if (I.value < n) load_x(xring[I.value], I);
   });
 
   float acc[kTW][kNV], total[kTW][kNV];
@@ -192,7 +202,7 @@ __global__ void __launch_bounds__(kMaxBlockWarps * 32) imma_stream_kernel(TiledA
     for (int i = 0; i < kNV; ++i) acc[t][i] = total[t][i] = 0.0f;
 
   // One pair: per tile, codes to bytes, the mma chain of each group, then acc += s * (D * step) + b * sum.
-  auto consume = [&](const St& s) {
+  auto consume = [&](const St& s, const St& sx) {
 #pragma unroll
     for (int t = 0; t < kTW; ++t) {
       int d[St::kTerms][4];
@@ -206,7 +216,7 @@ __global__ void __launch_bounds__(kMaxBlockWarps * 32) imma_stream_kernel(TiledA
         const unsigned w1 = u == 0 ? s.w[t].y : s.w[t].w;  // row r + 8
         const unsigned af[4] = {w0 & 0x0F0F0F0Fu, w1 & 0x0F0F0F0Fu, (w0 >> 4) & 0x0F0F0F0Fu, (w1 >> 4) & 0x0F0F0F0Fu};
 #pragma unroll
-        for (int term = 0; term < St::kTerms; ++term) mma_u8s8(d[term], af, s.b[term][u][0], s.b[term][u][1]);
+        for (int term = 0; term < St::kTerms; ++term) mma_u8s8(d[term], af, sx.b[term][u][0], sx.b[term][u][1]);
         if (G64 && u == 0) continue;  // a group of 64 ends with the pair
         const int g = G64 ? 0 : u;
         const ScaleBias<SE>& s0 = s.sb[t][g][0];
@@ -218,7 +228,7 @@ __global__ void __launch_bounds__(kMaxBlockWarps * 32) imma_stream_kernel(TiledA
           // Unsigned wrap-around keeps lanes whose columns are not whole rows well defined (unused).
           const int whole0 = static_cast<int>(static_cast<unsigned>(d[0][0]) * 16384u + static_cast<unsigned>(d[0][1]) * 128u + n0);
           const int whole1 = static_cast<int>(static_cast<unsigned>(d[0][2]) * 16384u + static_cast<unsigned>(d[0][3]) * 128u + n2);
-          const float2 e = s.ex[g][0];
+          const float2 e = sx.ex[g][0];
           acc[t][0] = __fmaf_rn(__fmul_rn(s0.scale(), e.x), __int2float_rn(whole0), __fmaf_rn(s0.bias(), e.y, acc[t][0]));
           acc[t][1] = __fmaf_rn(__fmul_rn(s1.scale(), e.x), __int2float_rn(whole1), __fmaf_rn(s1.bias(), e.y, acc[t][1]));
         } else {
@@ -226,7 +236,7 @@ __global__ void __launch_bounds__(kMaxBlockWarps * 32) imma_stream_kernel(TiledA
           for (int i = 0; i < 4; ++i) {
             const int whole = static_cast<int>(static_cast<unsigned>(d[0][i]) * 16384u + static_cast<unsigned>(d[1][i]) * 128u +
                                                static_cast<unsigned>(d[2][i]));
-            const float2 e = s.ex[g][i & 1];
+            const float2 e = sx.ex[g][i & 1];
             const ScaleBias<SE>& sbi = i < 2 ? s0 : s1;
             acc[t][i] = __fmaf_rn(__fmul_rn(sbi.scale(), e.x), __int2float_rn(whole), __fmaf_rn(sbi.bias(), e.y, acc[t][i]));
           }
@@ -256,19 +266,17 @@ __global__ void __launch_bounds__(kMaxBlockWarps * 32) imma_stream_kernel(TiledA
     next_flush = static_cast<int>(range_begin(range + 1) - P0);
   };
 
-  for (int base = 0; base < n; base += D) {
+  for (int base = 0; base < n; base += U) {
     bool done = false;
-    static_for<D>([&](auto I) {
+    static_for<U>([&](auto I) {
       constexpr int i = decltype(I)::value;
       if (done || base + i >= n) {
         done = true;
         return;
       }
-      consume(ring[i]);
-      if (base + i + D < n) {
-        load_w(ring[i], std::integral_constant<int, i + D>{});
-        load_x(ring[i], std::integral_constant<int, i + D>{});
-      }
+      consume(ring[i % D], xring[i % DX]);
+      if (base + i + D < n) load_w(ring[i % D], std::integral_constant<int, i + D>{});
+      if (base + i + DX < n) load_x(xring[i % DX], std::integral_constant<int, i + DX>{});
       if (base + i + 1 == next_flush) flush();
     });
     advance();
@@ -333,7 +341,7 @@ int warps_per_unit(std::int64_t units) {
   return g;
 }
 
-template <ElemType SE, bool PACKED, bool G64, int D>
+template <ElemType SE, bool PACKED, bool G64, int D, int DX>
 void launch(const TiledArgs& ta, cudaStream_t s) {
   const bool swiglu = ta.a.swiglu_out != nullptr;
   const std::int64_t units = swiglu ? ta.tiles : ceil_div(ta.tiles, kTW);
@@ -342,22 +350,26 @@ void launch(const TiledArgs& ta, cudaStream_t s) {
   constexpr int kNV = PACKED ? 2 : 4;
   const std::size_t smem = G > 1 ? static_cast<std::size_t>(wpb / G) * kMaxWarps * kTW * kNV * 32 * sizeof(float) : 0;
   const auto blocks = static_cast<unsigned int>(ceil_div(units * G, wpb));
-  launch_pdl(imma_stream_kernel<SE, PACKED, G64, D>, dim3(blocks), dim3(32 * wpb), smem, s, ta, units, G);
+  launch_pdl(imma_stream_kernel<SE, PACKED, G64, D, DX>, dim3(blocks), dim3(32 * wpb), smem, s, ta, units, G);
   check_launch("decode_linear_imma_stream");
 }
 
 template <ElemType SE, bool G64>
 void launch_rows(const TiledArgs& ta, cudaStream_t s) {
-  // Pairs in flight a warp: as many as fit in 128 registers without spilling.
-  if (ta.a.rows <= 2) return launch<SE, true, G64, G64 ? 4 : 3>(ta, s);
-  return launch<SE, false, G64, 2>(ta, s);
+  // Pairs in flight a warp: as many as fit in 128 registers without spilling (ptxas -v); 1-2 rows at g64
+  // with 16-bit scales, the decode case, hold 6 (H200: 8B decode 332 -> 400 tok/s from 4 and 2-byte loads).
+  if (ta.a.rows <= 2) return launch<SE, true, G64, G64 ? (SE == ElemType::F32 ? 4 : 6) : 3, G64 ? 2 : 3>(ta, s);
+  return launch<SE, false, G64, 2, 2>(ta, s);
 }
 
 }  // namespace
 
 bool imma_stream_takes(const TiledArgs& ta) {
   static const bool on = env_int("TF_CUDA_IMMA_STREAM", 1) != 0;  // A/B runs
-  return on && ta.prepared != nullptr && ta.a.rows >= 1 && ta.a.rows <= 8 && ta.warps == kMaxWarps;
+  if (!on || ta.prepared == nullptr || ta.a.rows < 1 || ta.a.rows > 8 || ta.warps != kMaxWarps) return false;
+  for (int i = 0; i < ta.a.segments; ++i)
+    if (ta.a.seg[i].w.sb_tiled == nullptr) return false;  // the scales stream from their tiled copy
+  return true;
 }
 
 void decode_linear_imma_stream(const TiledArgs& ta, cudaStream_t s) {

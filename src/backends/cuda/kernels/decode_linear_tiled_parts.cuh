@@ -70,6 +70,7 @@ struct TileRefs {
   const unsigned char* sptr[T];
   const unsigned char* bptr[T];
   int d8[T];
+  const unsigned char* sbt[T];  // lane's rows in the tiled scale/bias copy at group 0 (null without one)
 
   // Tile t's scale and bias of rows r and r + 8 at byte offset `off` of row r's.
   template <class SB>
@@ -128,6 +129,8 @@ __device__ __forceinline__ void setup_tiles(const TiledArgs& ta, int lane, TileR
     tr.sptr[t] = static_cast<const unsigned char*>(TF_PICK(w.scales)) + c0 * ta.groups_per_row * kSB;
     tr.bptr[t] = static_cast<const unsigned char*>(TF_PICK(w.biases)) + c0 * ta.groups_per_row * kSB;
     tr.d8[t] = static_cast<int>((c1 - c0) * ta.groups_per_row * kSB);
+    const auto* sbt = static_cast<const unsigned char*>(TF_PICK(w.sb_tiled));
+    tr.sbt[t] = sbt != nullptr ? sbt + tiled_scale_index(safe, 0, r, 0, ta.groups_per_row) * kSB : nullptr;
     if (writer == t) outs[t] = {TF_PICK(out), TF_PICK(out_stride), safe * kTileRows, rows, valid};
 #undef TF_PICK
   }

@@ -31,6 +31,9 @@ struct WeightView {
   // Affine codes in the tiled layout of tiled_layout.h (rows padded to 16) rather than MLX's row-major
   // bitstreams: the tensor-core decode kernel needs it; prefill and embedding read either.
   bool tiled = false;
+  // The integer streaming kernel's copy of the scales and biases in the tiled order of tiled_layout.h
+  // (tiled_scale_index), or null: see tile_scale_bias.
+  const void* sb_tiled = nullptr;
 };
 
 // ---- linear: y[r, n] = sum_k x[r, k] * w[n, k] ----------------------------------------------------------
@@ -85,6 +88,13 @@ std::size_t decode_linear_scratch_bytes(const WeightView& w);
 // (rms_norm_imma_prepare): one launch instead of two, the same bits. More rows: every block of the fused
 // kernel reads whole rows for the norm, which costs more than the launch it saves.
 constexpr int kMaxImmaNormRows = 4;
+// The integer kernel streams a weight's scales and biases from a tiled copy (tiled_layout.h,
+// tiled_scale_index: per 16-row tile and group, [r][s_r, b_r, s_r+8, b_r+8] for r = 0..7), so that a lane
+// loads its rows' four values at once and a tile's run along K is contiguous. Its size in bytes for this
+// weight (0: the weight is not on the integer kernel), and the copy made on the device from the row-major
+// scales and biases into `out` (padding rows take the last real row's values, as the kernels read them).
+std::size_t tiled_scale_bias_bytes(const WeightView& w);
+void tile_scale_bias(const WeightView& w, void* out, cudaStream_t s);
 bool imma_norm_fusable(const WeightView& w, std::int64_t rows, std::int64_t cols);
 // sum_out = a + b (when asked), and the x terms of rms_norm(a + b) * weight for the integer kernel in
 // imma_scratch (groups of `group`), instead of the normed rows; then decode_linear with x_prepared. The

@@ -32,6 +32,15 @@ TF_HOST_DEVICE inline std::int64_t tiled_word_index(std::int64_t n, std::int64_t
   return ((tile * (words_per_row >> 3) + (unit >> 1)) * 32 + lane) * 4 + 2 * (unit & 1) + (rr >> 3);
 }
 
+// The tiled copy of a weight's scales and biases (the integer kernel's): element j of row r (r = 0..7) of
+// tile t at group g, j = 0..3 being (s, b) of row 16t + r then (s, b) of row 16t + r + 8, in units of the
+// scale type. One group of one tile is 32 elements; a tile's groups follow each other.
+constexpr int kTiledScaleGroupElems = 32;
+TF_HOST_DEVICE inline std::int64_t tiled_scale_index(std::int64_t tile, std::int64_t g, int r, int j,
+                                                     std::int64_t groups_per_row) {
+  return ((tile * groups_per_row + g) * 8 + r) * 4 + j;
+}
+
 // Whether a weight of this format can be tiled: 4 or 8 bits, groups of 32, 64 or 128, whole 8-word steps.
 inline bool tileable(int bits, int group, std::int64_t cols) {
   if ((bits != 4 && bits != 8) || (group != 32 && group != 64 && group != 128) || cols % group != 0) return false;
