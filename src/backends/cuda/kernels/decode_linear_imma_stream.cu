@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(kMaxBlockWarps * 32) imma_stream_kernel(TiledA
   const int erow = c >> 1;                       // packed: lanes 4m and 4m + 2 serve rows 0 and 1
   const bool eon = PACKED && (c & 1) == 0 && erow < a.rows;
 
-  // Running pointers at pair P0 + base (advanced D pairs a step), so that every load in the unrolled loop
+  // Running pointers at pair P0 + base (advanced U pairs a step), so that every load in the unrolled loop
   // is a pointer plus an immediate: address arithmetic was most of the loop's instructions.
   // Scales and biases from the tiled copy: a group of a tile is kTiledScaleGroupElems values, this lane's
   // four (rows r and r + 8) side by side.
