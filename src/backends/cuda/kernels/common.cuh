@@ -42,14 +42,17 @@ __device__ __forceinline__ float load_elem(const void* p, std::int64_t i) {
   return to_float(static_cast<const typename ElemOf<E>::type*>(p)[i]);
 }
 
-// A 16-byte load that bypasses L1 allocation: weights are streamed once per token.
-__device__ __forceinline__ uint4 ldg_stream(const void* p) {
+// A 16-byte load from p + OFF bytes (OFF an immediate of the instruction) that bypasses L1 allocation:
+// weights are streamed once per token.
+template <int OFF>
+__device__ __forceinline__ uint4 ldg_stream_at(const void* p) {
   uint4 r;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4+%5];"
                : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-               : "l"(p));
+               : "l"(p), "n"(OFF));
   return r;
 }
+__device__ __forceinline__ uint4 ldg_stream(const void* p) { return ldg_stream_at<0>(p); }
 
 // Sum over the 32 lanes by the xor butterfly 16, 8, 4, 2, 1: every lane ends with the same bits.
 __device__ __forceinline__ float warp_sum(float v) {

@@ -159,7 +159,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32) decode_linear_imma_kernel(Tile
       for (int u = 0; u < 2; ++u) {
         const unsigned w0 = u == 0 ? wq[t].x : wq[t].z;  // row r
         const unsigned w1 = u == 0 ? wq[t].y : wq[t].w;  // row r + 8
-        const unsigned af[4] = {w0 & 0x0F0F0F0Fu, w1 & 0x0F0F0F0Fu, (w0 >> 4) & 0x0F0F0F0Fu, (w1 >> 4) & 0x0F0F0F0Fu};
+        unsigned af[4];
+        codes_to_a(w0, w1, af);
 #pragma unroll
         for (int rb = 0; rb < RB; ++rb)
 #pragma unroll
@@ -173,12 +174,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) decode_linear_imma_kernel(Tile
           float* ac = acc[t][rb];
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
-            // Unsigned wrap-around keeps rows past the call's (zero step) well defined; real rows never wrap.
-            const int whole = static_cast<int>(static_cast<unsigned>(d[rb][0][i]) * 16384u +
-                                               static_cast<unsigned>(d[rb][1][i]) * 128u + static_cast<unsigned>(d[rb][2][i]));
-            const float2 e = ex[rb][g][i & 1];
-            const ScaleBias<SE>& sbi = i < 2 ? s0 : s1;
-            ac[i] = __fmaf_rn(__fmul_rn(sbi.scale(), e.x), __int2float_rn(whole), __fmaf_rn(sbi.bias(), e.y, ac[i]));
+            ac[i] = group_step(ac[i], i < 2 ? s0 : s1, ex[rb][g][i & 1], group_whole(d[rb][0][i], d[rb][1][i], d[rb][2][i]));
             d[rb][0][i] = d[rb][1][i] = d[rb][2][i] = 0;
           }
         }

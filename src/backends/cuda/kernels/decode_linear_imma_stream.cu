@@ -41,15 +41,6 @@ __device__ __forceinline__ void static_for(F&& f) {
   }
 }
 
-// ldg_stream at p + OFF bytes, the offset an immediate of the instruction.
-template <int OFF>
-__device__ __forceinline__ uint4 ldg_stream_at(const void* p) {
-  uint4 r;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4+%5];"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-               : "l"(p), "n"(OFF));
-  return r;
-}
 constexpr int kMaxBlockWarps = 16;
 
 // One pair's loads: the codes and scales of both tiles (weights: these may be issued before pdl_wait) and
@@ -214,7 +205,8 @@ __global__ void __launch_bounds__(kMaxBlockWarps * 32) imma_stream_kernel(TiledA
       for (int u = 0; u < 2; ++u) {
         const unsigned w0 = u == 0 ? s.w[t].x : s.w[t].z;  // row r
         const unsigned w1 = u == 0 ? s.w[t].y : s.w[t].w;  // row r + 8
-        const unsigned af[4] = {w0 & 0x0F0F0F0Fu, w1 & 0x0F0F0F0Fu, (w0 >> 4) & 0x0F0F0F0Fu, (w1 >> 4) & 0x0F0F0F0Fu};
+        unsigned af[4];
+        codes_to_a(w0, w1, af);
 #pragma unroll
         for (int term = 0; term < St::kTerms; ++term) mma_u8s8(d[term], af, sx.b[term][u][0], sx.b[term][u][1]);
         if (G64 && u == 0) continue;  // a group of 64 ends with the pair
@@ -223,23 +215,15 @@ __global__ void __launch_bounds__(kMaxBlockWarps * 32) imma_stream_kernel(TiledA
         const ScaleBias<SE>& s1 = s.sb[t][g][1];
         if constexpr (PACKED) {
           // Lane 4m + 2r: columns 4r (q0) and 4r + 1 (q1) here, 4r + 2 (q2) in the next lane.
-          const unsigned n0 = static_cast<unsigned>(__shfl_down_sync(0xffffffffu, d[0][0], 1));
-          const unsigned n2 = static_cast<unsigned>(__shfl_down_sync(0xffffffffu, d[0][2], 1));
-          // Unsigned wrap-around keeps lanes whose columns are not whole rows well defined (unused).
-          const int whole0 = static_cast<int>(static_cast<unsigned>(d[0][0]) * 16384u + static_cast<unsigned>(d[0][1]) * 128u + n0);
-          const int whole1 = static_cast<int>(static_cast<unsigned>(d[0][2]) * 16384u + static_cast<unsigned>(d[0][3]) * 128u + n2);
-          const float2 e = sx.ex[g][0];
-          acc[t][0] = __fmaf_rn(__fmul_rn(s0.scale(), e.x), __int2float_rn(whole0), __fmaf_rn(s0.bias(), e.y, acc[t][0]));
-          acc[t][1] = __fmaf_rn(__fmul_rn(s1.scale(), e.x), __int2float_rn(whole1), __fmaf_rn(s1.bias(), e.y, acc[t][1]));
+          // (Lanes whose columns are not whole rows compute a value nobody reads.)
+          const int n0 = __shfl_down_sync(0xffffffffu, d[0][0], 1), n2 = __shfl_down_sync(0xffffffffu, d[0][2], 1);
+          const int whole0 = group_whole(d[0][0], d[0][1], n0), whole1 = group_whole(d[0][2], d[0][3], n2);
+          acc[t][0] = group_step(acc[t][0], s0, sx.ex[g][0], whole0);
+          acc[t][1] = group_step(acc[t][1], s1, sx.ex[g][0], whole1);
         } else {
 #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const int whole = static_cast<int>(static_cast<unsigned>(d[0][i]) * 16384u + static_cast<unsigned>(d[1][i]) * 128u +
-                                               static_cast<unsigned>(d[2][i]));
-            const float2 e = sx.ex[g][i & 1];
-            const ScaleBias<SE>& sbi = i < 2 ? s0 : s1;
-            acc[t][i] = __fmaf_rn(__fmul_rn(sbi.scale(), e.x), __int2float_rn(whole), __fmaf_rn(sbi.bias(), e.y, acc[t][i]));
-          }
+          for (int i = 0; i < 4; ++i)
+            acc[t][i] = group_step(acc[t][i], i < 2 ? s0 : s1, sx.ex[g][i & 1], group_whole(d[0][i], d[1][i], d[2][i]));
         }
 #pragma unroll
         for (int term = 0; term < St::kTerms; ++term)

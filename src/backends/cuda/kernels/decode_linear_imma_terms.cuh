@@ -161,6 +161,28 @@ __device__ __forceinline__ void prepare_pair(const float* __restrict__ x, std::i
   }
 }
 
+// A word of eight codes of weight row r (w0) and of row r + 8 (w1) as the mma's A registers, two LOP3s a
+// word: even codes to the unit's k slots 0-15, odd ones to 16-31 (B follows that order, see prepare_pair).
+__device__ __forceinline__ void codes_to_a(unsigned w0, unsigned w1, unsigned (&af)[4]) {
+  af[0] = w0 & 0x0F0F0F0Fu;
+  af[1] = w1 & 0x0F0F0F0Fu;
+  af[2] = (w0 >> 4) & 0x0F0F0F0Fu;
+  af[3] = (w1 >> 4) & 0x0F0F0F0Fu;
+}
+
+// A group's exact integer sum D = D0 2^14 + D1 2^7 + D2 from its three terms' mma sums. Unsigned
+// wrap-around keeps columns that are no real row (zero step, discarded) well defined; real rows never wrap.
+__device__ __forceinline__ int group_whole(int d0, int d1, int d2) {
+  return static_cast<int>(static_cast<unsigned>(d0) * 16384u + static_cast<unsigned>(d1) * 128u + static_cast<unsigned>(d2));
+}
+
+// One group added to a range's sum, in float32: acc = (s * step) * D + (b * (step * quantized sum) + acc),
+// e = (step, step * quantized sum). Both kernels add every group this way: the same bits.
+template <class SB>
+__device__ __forceinline__ float group_step(float acc, const SB& sb, float2 e, int whole) {
+  return __fmaf_rn(__fmul_rn(sb.scale(), e.x), __int2float_rn(whole), __fmaf_rn(sb.bias(), e.y, acc));
+}
+
 // The streaming kernel (decode_linear_imma_stream.cu) takes calls of 1-8 rows whose x terms are prepared
 // for the launch; the blocked kernel the rest.
 bool imma_stream_takes(const TiledArgs& ta);
