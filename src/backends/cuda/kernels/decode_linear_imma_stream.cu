@@ -60,7 +60,7 @@ struct Stage {
 // shared by every warp, so fewer registers go to them). The loop is unrolled over U = lcm(D, DX) pairs, so
 // that both rings' slots are compile-time indices.
 template <ElemType SE, bool PACKED, bool G64, int D, int DX>
-__global__ void __launch_bounds__(kMaxBlockWarps * 32) imma_stream_kernel(TiledArgs ta, std::int64_t units, int G) {
+__device__ __forceinline__ void imma_stream_body(const TiledArgs& ta, std::int64_t units, int G) {
   using St = Stage<SE, PACKED, G64>;
   constexpr int U = D % DX == 0 ? D : DX % D == 0 ? DX : D * DX;
   constexpr int kNV = PACKED ? 2 : 4;  // values a lane keeps per tile
@@ -300,6 +300,23 @@ __global__ void __launch_bounds__(kMaxBlockWarps * 32) imma_stream_kernel(TiledA
   }
 }
 
+// The same body under two register budgets. Deep: 128 registers a thread, D pairs in flight, at most 16
+// warps an SM. Wide: 80 registers and D = 2 for 1-2 rows (up to 24 warps an SM), 96 and D = 1 for 3-8
+// (20); __maxnreg__ rather than launch bounds, since a block has 4-16 warps. Which one is faster depends on the matrix: on the H200 (ncu, every
+// matrix of the 8B and 27B shapes at G = 1-16) wide is faster for all of them at their best G, most of all
+// the 27B gate/up (49.8 -> 31.7 µs) and the lm_heads (8B 91.4 -> 79.1, 27B 217 -> 175 µs): more warps hide
+// the latency of each warp's chain of dependent instructions better than more loads in flight a warp.
+constexpr int kWideRegs = 80;  // 1-2 rows: D = 2 without spills (ptxas -v); 96 and 112 (D = 3, 4) were slower
+constexpr int kWideRowsRegs = 96;  // 3-8 rows: D = 1 without spills
+template <ElemType SE, bool PACKED, bool G64, int D, int DX>
+__global__ void __launch_bounds__(kMaxBlockWarps * 32) imma_stream_deep(TiledArgs ta, std::int64_t units, int G) {
+  imma_stream_body<SE, PACKED, G64, D, DX>(ta, units, G);
+}
+template <ElemType SE, bool PACKED, bool G64, int D, int DX, int R>
+__global__ void __maxnreg__(R) imma_stream_wide(TiledArgs ta, std::int64_t units, int G) {
+  imma_stream_body<SE, PACKED, G64, D, DX>(ta, units, G);
+}
+
 int sm_count() {
   static const int n = [] {
     int dev = 0, v = 0;
@@ -310,40 +327,52 @@ int sm_count() {
   return n;
 }
 
-// Warps per unit (G): the fewest (a power of two up to 16) that give the GPU 8 warps an SM. Measured on the
-// H200 (ncu, each matrix of the 8B and 27B shapes at G = 1, 2, 8, 16): 8B gate/up (896 units) 40.7 / 36.1 /
-// - / 50.5 µs; 27B o (160 units) - / 23.3 / 14.0 / 17.4 µs; 27B gate/up (1,088 units) 48.5 / 50.0 / - /
-// 56.3 µs; the 27B lm_head is fastest at G = 1 (3.45 TB/s). More warps than half a wave cost a second,
-// mostly idle wave or shorter streams. TF_CUDA_IMMA_G forces G, TF_CUDA_IMMA_WARPS_PER_SM the target
-// (A/B runs). A function of the shape alone, and of no consequence to the bits.
-int warps_per_unit(std::int64_t units) {
+// Warps per unit (G): the fewest powers of two (up to 16) that give the GPU `target` warps an SM, and at
+// least `least`. Measured on the H200 (ncu, every matrix of the 8B and 27B shapes at G = 1, 2, 4, 8, 16,
+// table in docs/benchmarks.md): deep kernels are best near 8 warps an SM; wide ones near 9 with G >= 2
+// (8B qkv 192 units: G 8; o and down 128: 16; gate/up 896: 2; lm_head 4,008: 2 (G 1: 90.8 against 79.1
+// µs); 27B qkv 256: 8; o and down 160: 8 (16: 14.5 and 26.9 against 11.6 and 23.4 µs); gate/up 1,088: 2).
+// More warps than that cost a second, mostly idle wave or shorter streams. TF_CUDA_IMMA_G forces G,
+// TF_CUDA_IMMA_WARPS_PER_SM the target (A/B runs). A function of the shape alone, and of no consequence
+// to the bits.
+int warps_per_unit(std::int64_t units, bool wide) {
   static const int forced = env_int("TF_CUDA_IMMA_G", 0);
   if (forced == 1 || forced == 2 || forced == 4 || forced == 8 || forced == 16) return forced;
-  static const int target = env_int("TF_CUDA_IMMA_WARPS_PER_SM", 8);
-  int g = 1;
+  static const int forced_target = env_int("TF_CUDA_IMMA_WARPS_PER_SM", 0);
+  const int target = forced_target > 0 ? forced_target : wide ? 9 : 8;
+  int g = wide ? 2 : 1;
   while (g < kMaxWarps && units * g < static_cast<std::int64_t>(sm_count()) * target) g *= 2;
   return g;
 }
 
-template <ElemType SE, bool PACKED, bool G64, int D, int DX>
+template <ElemType SE, bool PACKED, bool G64, int D, int DX, bool WIDE>
 void launch(const TiledArgs& ta, cudaStream_t s) {
   const bool swiglu = ta.a.swiglu_out != nullptr;
   const std::int64_t units = swiglu ? ta.tiles : ceil_div(ta.tiles, kTW);
-  const int G = warps_per_unit(units);
+  const int G = warps_per_unit(units, WIDE);
   const int wpb = G < 4 ? 4 : G;
   constexpr int kNV = PACKED ? 2 : 4;
   const std::size_t smem = G > 1 ? static_cast<std::size_t>(wpb / G) * kMaxWarps * kTW * kNV * 32 * sizeof(float) : 0;
   const auto blocks = static_cast<unsigned int>(ceil_div(units * G, wpb));
-  launch_pdl(imma_stream_kernel<SE, PACKED, G64, D, DX>, dim3(blocks), dim3(32 * wpb), smem, s, ta, units, G);
+  if constexpr (WIDE)
+    launch_pdl(imma_stream_wide<SE, PACKED, G64, D, DX, PACKED ? kWideRegs : kWideRowsRegs>, dim3(blocks), dim3(32 * wpb), smem, s, ta, units, G);
+  else
+    launch_pdl(imma_stream_deep<SE, PACKED, G64, D, DX>, dim3(blocks), dim3(32 * wpb), smem, s, ta, units, G);
   check_launch("decode_linear_imma_stream");
 }
 
 template <ElemType SE, bool G64>
 void launch_rows(const TiledArgs& ta, cudaStream_t s) {
-  // Pairs in flight a warp: as many as fit in 128 registers without spilling (ptxas -v); 1-2 rows at g64
-  // with 16-bit scales, the decode case, hold 6 (H200: 8B decode 332 -> 400 tok/s from 4 and 2-byte loads).
-  if (ta.a.rows <= 2) return launch<SE, true, G64, G64 ? (SE == ElemType::F32 ? 4 : 6) : 3, G64 ? 2 : 3>(ta, s);
-  return launch<SE, false, G64, 2, 2>(ta, s);
+  // g64 with 16-bit scales (the 8B and 27B shapes): the wide kernel, 1-2 rows with 2 pairs in flight, 3-8
+  // with 1 (H200, 27B verify over a decode step: 4 rows 1.30 -> 1.25x, 8 rows 1.43 -> 1.34x). TF_CUDA_IMMA_WIDE=0:
+  // the deep kernels, for A/B runs. Deep kernels hold as many pairs in flight as fit in 128 registers
+  // without spilling (ptxas -v): 6 for 1-2 rows at g64 with 16-bit scales (8B decode 332 -> 400 tok/s over 4).
+  static const bool wide = env_int("TF_CUDA_IMMA_WIDE", 1) != 0;
+  if constexpr (G64 && SE != ElemType::F32) {
+    if (wide) return ta.a.rows <= 2 ? launch<SE, true, G64, 2, 2, true>(ta, s) : launch<SE, false, G64, 1, 1, true>(ta, s);
+  }
+  if (ta.a.rows <= 2) return launch<SE, true, G64, G64 ? (SE == ElemType::F32 ? 4 : 6) : 3, G64 ? 2 : 3, false>(ta, s);
+  return launch<SE, false, G64, 2, 2, false>(ta, s);
 }
 
 }  // namespace
