@@ -23,6 +23,7 @@
 // blocked kernel's arrangement: a column per row, one mma per term.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "backends/cuda/kernels/decode_linear_imma_terms.cuh"
@@ -300,14 +301,10 @@ __device__ __forceinline__ void imma_stream_body(const TiledArgs& ta, std::int64
   }
 }
 
-// The same body under two register budgets. Deep: 128 registers a thread, D pairs in flight, at most 16
-// warps an SM. Wide: 80 registers and D = 2 for 1-2 rows (up to 24 warps an SM), 96 and D = 1 for 3-8
-// (20); __maxnreg__ rather than launch bounds, since a block has 4-16 warps. Which one is faster depends on the matrix: on the H200 (ncu, every
-// matrix of the 8B and 27B shapes at G = 1-16) wide is faster for all of them at their best G, most of all
-// the 27B gate/up (49.8 -> 31.7 µs) and the lm_heads (8B 91.4 -> 79.1, 27B 217 -> 175 µs): more warps hide
-// the latency of each warp's chain of dependent instructions better than more loads in flight a warp.
-constexpr int kWideRegs = 80;  // 1-2 rows: D = 2 without spills (ptxas -v); 96 and 112 (D = 3, 4) were slower
-constexpr int kWideRowsRegs = 96;  // 3-8 rows: D = 1 without spills
+// The same body under several register budgets. Deep: 128 registers a thread (launch bounds), D pairs in
+// flight, at most 16 warps an SM. Wide (__maxnreg__, since a block has 4-16 warps): 1-2 rows with 80
+// registers and D = 2 (24 warps an SM) or 64 and D = 1 (32); 3-8 rows with 96 and D = 1 (20). Each is
+// the most pairs in flight that fits its budget without spilling (ptxas -v).
 template <ElemType SE, bool PACKED, bool G64, int D, int DX>
 __global__ void __launch_bounds__(kMaxBlockWarps * 32) imma_stream_deep(TiledArgs ta, std::int64_t units, int G) {
   imma_stream_body<SE, PACKED, G64, D, DX>(ta, units, G);
@@ -327,52 +324,94 @@ int sm_count() {
   return n;
 }
 
-// Warps per unit (G): the fewest powers of two (up to 16) that give the GPU `target` warps an SM, and at
-// least `least`. Measured on the H200 (ncu, every matrix of the 8B and 27B shapes at G = 1, 2, 4, 8, 16,
-// table in docs/benchmarks.md): deep kernels are best near 8 warps an SM; wide ones near 9 with G >= 2
-// (8B qkv 192 units: G 8; o and down 128: 16; gate/up 896: 2; lm_head 4,008: 2 (G 1: 90.8 against 79.1
-// µs); 27B qkv 256: 8; o and down 160: 8 (16: 14.5 and 26.9 against 11.6 and 23.4 µs); gate/up 1,088: 2).
-// More warps than that cost a second, mostly idle wave or shorter streams. TF_CUDA_IMMA_G forces G,
-// TF_CUDA_IMMA_WARPS_PER_SM the target (A/B runs). A function of the shape alone, and of no consequence
-// to the bits.
-int warps_per_unit(std::int64_t units, bool wide) {
+int block_warps(int G) { return G < 4 ? 4 : G; }
+// Dynamic shared memory a block: the range sums of its units when they are spread over G > 1 warps.
+std::size_t part_bytes(int G, int values_per_lane) {
+  return G > 1 ? static_cast<std::size_t>(block_warps(G) / G) * kMaxWarps * kTW * values_per_lane * 32 * sizeof(float) : 0;
+}
+
+// Deep kernels, warps per unit (G): the fewest powers of two (up to 16) that give the GPU 8 warps an SM
+// (H200, ncu over G = 1-16 for each matrix of the 8B and 27B shapes). TF_CUDA_IMMA_G forces G,
+// TF_CUDA_IMMA_WARPS_PER_SM the target (A/B runs).
+int deep_warps_per_unit(std::int64_t units) {
   static const int forced = env_int("TF_CUDA_IMMA_G", 0);
   if (forced == 1 || forced == 2 || forced == 4 || forced == 8 || forced == 16) return forced;
-  static const int forced_target = env_int("TF_CUDA_IMMA_WARPS_PER_SM", 0);
-  const int target = forced_target > 0 ? forced_target : wide ? 9 : 8;
-  int g = wide ? 2 : 1;
+  static const int target = env_int("TF_CUDA_IMMA_WARPS_PER_SM", 8);
+  int g = 1;
   while (g < kMaxWarps && units * g < static_cast<std::int64_t>(sm_count()) * target) g *= 2;
   return g;
 }
 
-template <ElemType SE, bool PACKED, bool G64, int D, int DX, bool WIDE>
-void launch(const TiledArgs& ta, cudaStream_t s) {
+// Wide kernels: a register budget (from `regs`, best first at equal warps) and G >= 2. The rule: as many
+// warps as one wave of the GPU holds, and at equal warps the budget with more pairs in flight; a matrix too large
+// for any one-wave launch (the lm_heads) takes the first budget and G = 2. Measured on the H200 (ncu, every
+// matrix of the 8B and 27B shapes, 80 and 64 registers at G = 1-16; docs/benchmarks.md), it picks the
+// fastest launch for all ten: e.g. 8B gate/up (896 units) 64 registers G 4 22.0 µs (80 G 2: 24.3; 80 G 4
+// needs 1.1 waves: 27.6), 27B gate/up (1,088) 80 G 2 31.7 (64 G 2: 37.2; the deep kernel: 49.8), 27B down
+// (160) 64 G 16 20.7 (80 G 8: 23.4; 80 G 16, 1.2 waves: 26.9), 8B lm_head 80 G 2 79.1 (G 1: 90.8). More
+// warps hide the latency of each warp's chain of dependent instructions; a second wave mostly idles.
+// A function of the shape alone, and of no consequence to the bits.
+struct WidePlan {
+  int regs, G;
+};
+template <std::size_t N>
+WidePlan wide_plan(std::int64_t units, int values_per_lane, const int (&regs)[N]) {
+  static const int forced = env_int("TF_CUDA_IMMA_G", 0);
+  WidePlan best{regs[0], 2};
+  std::int64_t best_warps = 0;
+  for (int r : regs)
+    for (int g = forced > 0 ? forced : 2; g <= kMaxWarps; g *= 2) {  // G = 1 was never the fastest
+      if (forced > 0 && g != forced) break;
+      const int wpb = block_warps(g);
+      // Blocks an SM: registers, warps, blocks, and shared memory (227 KB; 1 KB reserved a block, 1.3 KB static).
+      const int smem = static_cast<int>(part_bytes(g, values_per_lane)) + 2560;
+      const int per_sm = std::min({65536 / (r * 32 * wpb), 64 / wpb, 32, 227 * 1024 / smem});
+      const std::int64_t blocks = ceil_div(units * g, wpb), warps = units * g;
+      if ((blocks <= static_cast<std::int64_t>(per_sm) * sm_count() || forced > 0) && warps > best_warps) {
+        best = {r, g};
+        best_warps = warps;
+      }
+    }
+  return best;
+}
+
+template <ElemType SE, bool PACKED, bool G64, int D, int DX, int R>
+void launch(const TiledArgs& ta, int G, cudaStream_t s) {
   const bool swiglu = ta.a.swiglu_out != nullptr;
   const std::int64_t units = swiglu ? ta.tiles : ceil_div(ta.tiles, kTW);
-  const int G = warps_per_unit(units, WIDE);
-  const int wpb = G < 4 ? 4 : G;
+  const int wpb = block_warps(G);
   constexpr int kNV = PACKED ? 2 : 4;
-  const std::size_t smem = G > 1 ? static_cast<std::size_t>(wpb / G) * kMaxWarps * kTW * kNV * 32 * sizeof(float) : 0;
+  const std::size_t smem = part_bytes(G, kNV);
   const auto blocks = static_cast<unsigned int>(ceil_div(units * G, wpb));
-  if constexpr (WIDE)
-    launch_pdl(imma_stream_wide<SE, PACKED, G64, D, DX, PACKED ? kWideRegs : kWideRowsRegs>, dim3(blocks), dim3(32 * wpb), smem, s, ta, units, G);
-  else
+  if constexpr (R == 0)
     launch_pdl(imma_stream_deep<SE, PACKED, G64, D, DX>, dim3(blocks), dim3(32 * wpb), smem, s, ta, units, G);
+  else
+    launch_pdl(imma_stream_wide<SE, PACKED, G64, D, DX, R>, dim3(blocks), dim3(32 * wpb), smem, s, ta, units, G);
   check_launch("decode_linear_imma_stream");
 }
 
 template <ElemType SE, bool G64>
 void launch_rows(const TiledArgs& ta, cudaStream_t s) {
-  // g64 with 16-bit scales (the 8B and 27B shapes): the wide kernel, 1-2 rows with 2 pairs in flight, 3-8
-  // with 1 (H200, 27B verify over a decode step: 4 rows 1.30 -> 1.25x, 8 rows 1.43 -> 1.34x). TF_CUDA_IMMA_WIDE=0:
-  // the deep kernels, for A/B runs. Deep kernels hold as many pairs in flight as fit in 128 registers
-  // without spilling (ptxas -v): 6 for 1-2 rows at g64 with 16-bit scales (8B decode 332 -> 400 tok/s over 4).
+  const std::int64_t units = ta.a.swiglu_out != nullptr ? ta.tiles : ceil_div(ta.tiles, kTW);
+  // g64 with 16-bit scales (the 8B and 27B shapes): the wide kernels (H200: 27B decode 124.6 -> 143.4 tok/s
+  // with 80 registers alone; 27B verify over a decode step, 4 rows 1.30 -> 1.25x, 8 rows 1.43 -> 1.34x).
+  // TF_CUDA_IMMA_WIDE=0: the deep kernels, for A/B runs.
   static const bool wide = env_int("TF_CUDA_IMMA_WIDE", 1) != 0;
   if constexpr (G64 && SE != ElemType::F32) {
-    if (wide) return ta.a.rows <= 2 ? launch<SE, true, G64, 2, 2, true>(ta, s) : launch<SE, false, G64, 1, 1, true>(ta, s);
+    if (wide && ta.a.rows <= 2) {
+      static constexpr int kRegs[] = {80, 64};
+      const WidePlan p = wide_plan(units, 2, kRegs);
+      return p.regs == 80 ? launch<SE, true, G64, 2, 2, 80>(ta, p.G, s) : launch<SE, true, G64, 1, 1, 64>(ta, p.G, s);
+    }
+    if (wide) {
+      static constexpr int kRegs[] = {96};
+      return launch<SE, false, G64, 1, 1, 96>(ta, wide_plan(units, 4, kRegs).G, s);
+    }
   }
-  if (ta.a.rows <= 2) return launch<SE, true, G64, G64 ? (SE == ElemType::F32 ? 4 : 6) : 3, G64 ? 2 : 3, false>(ta, s);
-  return launch<SE, false, G64, 2, 2, false>(ta, s);
+  // Deep: 6 pairs in flight for 1-2 rows at g64 with 16-bit scales (8B decode 332 -> 400 tok/s over 4).
+  const int G = deep_warps_per_unit(units);
+  if (ta.a.rows <= 2) return launch<SE, true, G64, G64 ? (SE == ElemType::F32 ? 4 : 6) : 3, G64 ? 2 : 3, 0>(ta, G, s);
+  return launch<SE, false, G64, 2, 2, 0>(ta, G, s);
 }
 
 }  // namespace
