@@ -394,8 +394,9 @@ template <ElemType SE, bool G64>
 void launch_rows(const TiledArgs& ta, cudaStream_t s) {
   const std::int64_t units = ta.a.swiglu_out != nullptr ? ta.tiles : ceil_div(ta.tiles, kTW);
   // g64 with 16-bit scales (the 8B and 27B shapes): the wide kernels (H200: 27B decode 124.6 -> 143.4 tok/s
-  // with 80 registers alone; 27B verify over a decode step, 4 rows 1.30 -> 1.25x, 8 rows 1.43 -> 1.34x).
-  // TF_CUDA_IMMA_WIDE=0: the deep kernels, for A/B runs.
+  // with 80 registers alone, 162.5 with both budgets; 3-8 rows, in a run with G from a target of 9 warps an
+  // SM: 27B verify over a decode step, 4 rows 1.30 -> 1.25x, 8 rows 1.43 -> 1.34x). TF_CUDA_IMMA_WIDE=0:
+  // the deep kernels, for A/B runs.
   static const bool wide = env_int("TF_CUDA_IMMA_WIDE", 1) != 0;
   if constexpr (G64 && SE != ElemType::F32) {
     if (wide && ta.a.rows <= 2) {
