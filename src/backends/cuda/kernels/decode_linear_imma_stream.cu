@@ -330,12 +330,23 @@ std::size_t part_bytes(int G, int values_per_lane) {
   return G > 1 ? static_cast<std::size_t>(block_warps(G) / G) * kMaxWarps * kTW * values_per_lane * 32 * sizeof(float) : 0;
 }
 
+// TF_CUDA_IMMA_G: G forced for every launch (A/B runs), if it is a power of two up to 16; else 0.
+int forced_warps_per_unit() {
+  static const int g = [] {
+    const int v = env_int("TF_CUDA_IMMA_G", 0);
+    return v == 1 || v == 2 || v == 4 || v == 8 || v == 16 ? v : 0;
+  }();
+  return g;
+}
+
+// Units of a launch: pairs of tiles, or a gate tile with its up tile.
+std::int64_t stream_units(const TiledArgs& ta) { return ta.a.swiglu_out != nullptr ? ta.tiles : ceil_div(ta.tiles, kTW); }
+
 // Deep kernels, warps per unit (G): the fewest powers of two (up to 16) that give the GPU 8 warps an SM
-// (H200, ncu over G = 1-16 for each matrix of the 8B and 27B shapes). TF_CUDA_IMMA_G forces G,
-// TF_CUDA_IMMA_WARPS_PER_SM the target (A/B runs).
+// (H200, ncu over G = 1-16 for each matrix of the 8B and 27B shapes). TF_CUDA_IMMA_WARPS_PER_SM sets the
+// target (A/B runs).
 int deep_warps_per_unit(std::int64_t units) {
-  static const int forced = env_int("TF_CUDA_IMMA_G", 0);
-  if (forced == 1 || forced == 2 || forced == 4 || forced == 8 || forced == 16) return forced;
+  if (forced_warps_per_unit() > 0) return forced_warps_per_unit();
   static const int target = env_int("TF_CUDA_IMMA_WARPS_PER_SM", 8);
   int g = 1;
   while (g < kMaxWarps && units * g < static_cast<std::int64_t>(sm_count()) * target) g *= 2;
@@ -356,18 +367,17 @@ struct WidePlan {
 };
 template <std::size_t N>
 WidePlan wide_plan(std::int64_t units, int values_per_lane, const int (&regs)[N]) {
-  static const int forced = env_int("TF_CUDA_IMMA_G", 0);
+  if (forced_warps_per_unit() > 0) return {regs[0], forced_warps_per_unit()};
   WidePlan best{regs[0], 2};
   std::int64_t best_warps = 0;
   for (int r : regs)
-    for (int g = forced > 0 ? forced : 2; g <= kMaxWarps; g *= 2) {  // G = 1 was never the fastest
-      if (forced > 0 && g != forced) break;
+    for (int g = 2; g <= kMaxWarps; g *= 2) {  // G = 1 was never the fastest
       const int wpb = block_warps(g);
       // Blocks an SM: registers, warps, blocks, and shared memory (227 KB; 1 KB reserved a block, 1.3 KB static).
       const int smem = static_cast<int>(part_bytes(g, values_per_lane)) + 2560;
       const int per_sm = std::min({65536 / (r * 32 * wpb), 64 / wpb, 32, 227 * 1024 / smem});
       const std::int64_t blocks = ceil_div(units * g, wpb), warps = units * g;
-      if ((blocks <= static_cast<std::int64_t>(per_sm) * sm_count() || forced > 0) && warps > best_warps) {
+      if (blocks <= static_cast<std::int64_t>(per_sm) * sm_count() && warps > best_warps) {
         best = {r, g};
         best_warps = warps;
       }
@@ -376,9 +386,7 @@ WidePlan wide_plan(std::int64_t units, int values_per_lane, const int (&regs)[N]
 }
 
 template <ElemType SE, bool PACKED, bool G64, int D, int DX, int R>
-void launch(const TiledArgs& ta, int G, cudaStream_t s) {
-  const bool swiglu = ta.a.swiglu_out != nullptr;
-  const std::int64_t units = swiglu ? ta.tiles : ceil_div(ta.tiles, kTW);
+void launch(const TiledArgs& ta, std::int64_t units, int G, cudaStream_t s) {
   const int wpb = block_warps(G);
   constexpr int kNV = PACKED ? 2 : 4;
   const std::size_t smem = part_bytes(G, kNV);
@@ -392,7 +400,7 @@ void launch(const TiledArgs& ta, int G, cudaStream_t s) {
 
 template <ElemType SE, bool G64>
 void launch_rows(const TiledArgs& ta, cudaStream_t s) {
-  const std::int64_t units = ta.a.swiglu_out != nullptr ? ta.tiles : ceil_div(ta.tiles, kTW);
+  const std::int64_t units = stream_units(ta);
   // g64 with 16-bit scales (the 8B and 27B shapes): the wide kernels (H200: 27B decode 124.6 -> 143.4 tok/s
   // with 80 registers alone, 162.5 with both budgets; 3-8 rows, in a run with G from a target of 9 warps an
   // SM: 27B verify over a decode step, 4 rows 1.30 -> 1.25x, 8 rows 1.43 -> 1.34x). TF_CUDA_IMMA_WIDE=0:
@@ -402,17 +410,17 @@ void launch_rows(const TiledArgs& ta, cudaStream_t s) {
     if (wide && ta.a.rows <= 2) {
       static constexpr int kRegs[] = {80, 64};
       const WidePlan p = wide_plan(units, 2, kRegs);
-      return p.regs == 80 ? launch<SE, true, G64, 2, 2, 80>(ta, p.G, s) : launch<SE, true, G64, 1, 1, 64>(ta, p.G, s);
+      return p.regs == 80 ? launch<SE, true, G64, 2, 2, 80>(ta, units, p.G, s) : launch<SE, true, G64, 1, 1, 64>(ta, units, p.G, s);
     }
     if (wide) {
       static constexpr int kRegs[] = {96};
-      return launch<SE, false, G64, 1, 1, 96>(ta, wide_plan(units, 4, kRegs).G, s);
+      return launch<SE, false, G64, 1, 1, 96>(ta, units, wide_plan(units, 4, kRegs).G, s);
     }
   }
   // Deep: 6 pairs in flight for 1-2 rows at g64 with 16-bit scales (8B decode 332 -> 400 tok/s over 4).
   const int G = deep_warps_per_unit(units);
-  if (ta.a.rows <= 2) return launch<SE, true, G64, G64 ? (SE == ElemType::F32 ? 4 : 6) : 3, G64 ? 2 : 3, 0>(ta, G, s);
-  return launch<SE, false, G64, 2, 2, 0>(ta, G, s);
+  if (ta.a.rows <= 2) return launch<SE, true, G64, G64 ? (SE == ElemType::F32 ? 4 : 6) : 3, G64 ? 2 : 3, 0>(ta, units, G, s);
+  return launch<SE, false, G64, 2, 2, 0>(ta, units, G, s);
 }
 
 }  // namespace
