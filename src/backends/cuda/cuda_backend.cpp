@@ -216,18 +216,25 @@ class CudaBackendImpl final : public CudaBackend {
   }
   std::vector<std::int32_t> argmax_rows(const Tensor& x) override {
     auto a = act(x);
-    if (a->pending) flush();
+    // The tape's launches, then the argmax and the ids' copy, queued back to back with one wait at the end:
+    // waiting for the tape first left the GPU idle while the host woke up and launched the argmax.
+    if (a->pending) runner_->run(ops_, /*wait=*/false);
     const auto rows = static_cast<std::size_t>(a->rows);
-    if (rows * sizeof(std::int32_t) > argmax_bytes_) {
+    const std::size_t ids_bytes = align_up(rows * sizeof(std::int32_t), 256);
+    const std::size_t need = ids_bytes + cuda::greedy_rows_scratch_bytes(a->rows);
+    if (need > argmax_bytes_) {
+      TF_CK(cudaStreamSynchronize(stream_));  // an earlier argmax may still use the old buffer
       cudaFree(argmax_dev_);
       argmax_dev_ = nullptr;
-      argmax_bytes_ = align_up(rows * sizeof(std::int32_t), 4096);
+      argmax_bytes_ = align_up(need, 4096);
       TF_CK(cudaMalloc(&argmax_dev_, argmax_bytes_));
+      TF_CK(cudaMemsetAsync(argmax_dev_, 0, argmax_bytes_, stream_));  // the scratch starts zeroed
     }
     ensure_stage(rows * sizeof(std::int32_t));
-    cuda::greedy_rows(a->ptr, a->rows, a->cols, static_cast<std::int32_t*>(argmax_dev_), stream_);
-    TF_CK(cudaMemcpyAsync(stage_, argmax_dev_, rows * sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream_));
-    TF_CK(cudaStreamSynchronize(stream_));
+    auto* ids = static_cast<std::int32_t*>(argmax_dev_);
+    cuda::greedy_rows(a->ptr, a->rows, a->cols, ids, static_cast<char*>(argmax_dev_) + ids_bytes, stream_);
+    TF_CK(cudaMemcpyAsync(stage_, ids, rows * sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream_));
+    runner_->wait();
     std::vector<std::int32_t> out(rows);
     std::memcpy(out.data(), stage_, rows * sizeof(std::int32_t));
     return out;

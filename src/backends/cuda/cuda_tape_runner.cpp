@@ -37,9 +37,12 @@ TapeRunner::~TapeRunner() {
   cudaFree(attn_counters_);
 }
 
-void TapeRunner::run(std::vector<Op>& tape) {
+void TapeRunner::run(std::vector<Op>& tape, bool wait) {
   if (tape.empty()) return;
+  // The dyn block's host copy is rewritten below: an earlier run's copy of it must be done.
+  if (unwaited_) this->wait();
   flush_start_ = std::chrono::steady_clock::now();
+  wait_ = wait;
   std::vector<Op> ops = std::move(tape);
   tape.clear();
   const int n_ops = static_cast<int>(ops.size());
@@ -310,14 +313,23 @@ std::vector<DynRefs> TapeRunner::build_dyn(const std::vector<Op>& ops) {
 }
 
 void TapeRunner::finish(std::vector<Op>& ops) {
-  const auto t0 = std::chrono::steady_clock::now();
-  stats_.plan_us += std::chrono::duration<double, std::micro>(t0 - flush_start_).count();
-  TF_CK(cudaStreamSynchronize(stream_));
-  stats_.wait_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  stats_.plan_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - flush_start_).count();
+  // The outputs are ready in stream order; whoever reads them on the host waits first (wait()).
+  if (wait_)
+    wait();
+  else
+    unwaited_ = true;
   for (auto& op : ops) {
     op.out->pending = false;
     op.out->tape_index = -1;
   }
+}
+
+void TapeRunner::wait() {
+  const auto t0 = std::chrono::steady_clock::now();
+  TF_CK(cudaStreamSynchronize(stream_));
+  unwaited_ = false;
+  stats_.wait_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void TapeRunner::clear_graphs() {

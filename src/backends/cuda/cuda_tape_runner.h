@@ -27,8 +27,11 @@ class TapeRunner {
   TapeRunner(const TapeRunner&) = delete;
   TapeRunner& operator=(const TapeRunner&) = delete;
 
-  // Runs the tape's ops and empties it (an empty tape: nothing to do); returns once the GPU is done.
-  void run(std::vector<Op>& tape);
+  // Runs the tape's ops and empties it (an empty tape: nothing to do); returns once the GPU is done, or with
+  // wait = false once the launches are queued (the caller then queues its own work and calls wait()).
+  void run(std::vector<Op>& tape, bool wait = true);
+  // Waits for everything queued on the stream (counted in the stats' wait time).
+  void wait();
   // Graphs on (the default) replays a captured graph for every decode tape seen before.
   void set_graphs(bool on) { graphs_ = on; }
   const CudaBackendStats& stats() const { return stats_; }
@@ -53,6 +56,8 @@ class TapeRunner {
   // Lays out and fills the dyn block (ids, positions, cache rows, uploads) in tape order.
   std::vector<DynRefs> build_dyn(const std::vector<Op>& ops);
   void finish(std::vector<Op>& ops);
+  bool wait_ = true;       // run()'s argument, for finish()
+  bool unwaited_ = false;  // a run returned without waiting and no wait() followed yet
   void clear_graphs();
 
   // The steps of run(), in order.

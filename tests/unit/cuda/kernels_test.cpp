@@ -298,6 +298,66 @@ TEST(CudaKernels, SamplingMatchesTheCpuSampler) {
   std::printf("[ sampling ] %d of %d draws identical to the CPU sampler\n", total - mismatches, total);
 }
 
+// greedy_rows (many blocks a row, the slices' keys reduced by the last block) against greedy_token: ties of
+// the maximum at several places (the first wins), NaNs (never win; a NaN at 0 gives 0), all -inf, a maximum
+// of zero held by both -0 and +0 (the first of either, as greedy_token's == finds it), and NaN everywhere
+// but a few entries. Several rows at once, vocabularies from one slice to the 27B shape's, and one scratch
+// reused by every launch.
+TEST(CudaKernels, GreedyRowsMatchesGreedyToken) {
+  TF_NEED_GPU();
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::int64_t kMaxRows = 4;
+  DevBuf<char> scratch(greedy_rows_scratch_bytes(kMaxRows));
+  ck(cudaMemset(scratch.p, 0, scratch.n), "memset");
+  int checked = 0;
+  for (std::int64_t vocab : {1, 7, 1000, 2049, 49152, 128256, 248320}) {
+    for (int kind = 0; kind < 6; ++kind) {
+      const std::int64_t rows = 1 + (kind + vocab) % kMaxRows;
+      std::vector<float> all;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        auto v = random_floats(static_cast<std::size_t>(vocab), -8.0f, 8.0f);
+        auto at = [&] { return static_cast<std::size_t>(rng()() % static_cast<std::uint64_t>(vocab)); };
+        if (kind == 1)  // ties of the maximum
+          for (int i = 0; i < 5; ++i) v[at()] = 9.0f;
+        if (kind == 2)  // NaNs; row 0's at index 0
+          for (int i = 0; i < 5; ++i) v[r == 0 ? 0 : at()] = nan;
+        if (kind == 3) std::fill(v.begin(), v.end(), -inf);
+        if (kind == 4) {  // the maximum is zero, of both signs
+          std::fill(v.begin(), v.end(), -1.0f);
+          v[at()] = -0.0f;
+          v[at()] = 0.0f;
+          v[at()] = -0.0f;
+        }
+        if (kind == 5) {  // NaN everywhere but a few entries
+          std::fill(v.begin(), v.end(), nan);
+          v[at()] = -3.0f;
+          v[at()] = -2.0f;
+        }
+        all.insert(all.end(), v.begin(), v.end());
+      }
+      DevBuf<float> dl(all);
+      DevBuf<std::int32_t> out(static_cast<std::size_t>(rows));
+      out.poison();
+      greedy_rows(dl.p, rows, vocab, out.p, scratch.p, nullptr);
+      const auto got = out.download();
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const std::span<const float> row(all.data() + r * vocab, static_cast<std::size_t>(vocab));
+        EXPECT_EQ(got[static_cast<std::size_t>(r)], tf::greedy_token(row))
+            << "vocab " << vocab << " kind " << kind << " row " << r;
+        ++checked;
+      }
+    }
+  }
+  // The counters are zero again (the keys are scratch).
+  const auto left = scratch.download();
+  for (std::int64_t r = 0; r < kMaxRows; ++r) {
+    unsigned counter = 0;
+    std::memcpy(&counter, left.data() + r * static_cast<std::int64_t>(greedy_rows_scratch_bytes(1)), sizeof(counter));
+    EXPECT_EQ(counter, 0u) << "row " << r;
+  }
+  std::printf("[ greedy ] %d rows identical to greedy_token\n", checked);
+}
+
 }  // namespace
 }  // namespace tf::cuda::test
 

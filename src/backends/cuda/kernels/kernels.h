@@ -214,8 +214,12 @@ struct SampleArgs {
 // Samples one token per row of logits [rows, vocab] (device). Writes tokens to `out_host`. Synchronous.
 void sample_tokens(const float* logits, std::int64_t rows, std::int64_t vocab, const SampleArgs* args,
                    std::int32_t* out_host, cudaStream_t s);
-// Each row's greedy token (sampler.h's greedy_token, bit for bit) into out_dev[rows]; asynchronous.
-void greedy_rows(const float* logits, std::int64_t rows, std::int64_t vocab, std::int32_t* out_dev, cudaStream_t s);
+// Each row's greedy token (sampler.h's greedy_token, bit for bit) into out_dev[rows]; asynchronous
+// (greedy.cu). `scratch`: greedy_rows_scratch_bytes(rows) of device memory, zeroed before its first use and
+// left as found; one launch at a time may use it.
+std::size_t greedy_rows_scratch_bytes(std::int64_t rows);
+void greedy_rows(const float* logits, std::int64_t rows, std::int64_t vocab, std::int32_t* out_dev, void* scratch,
+                 cudaStream_t s);
 // Gumbel noise for (seed, position, token) computed on the device, for bit-exactness tests.
 void gumbel_noise_device(std::uint64_t seed, std::int64_t position, const std::int32_t* tokens_dev, std::int64_t n,
                          double* out_dev, cudaStream_t s);

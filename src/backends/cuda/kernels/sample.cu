@@ -1,6 +1,7 @@
 // Keyed sampling on the device: the engine's sample_token (src/engine/sampler.cpp) step for step.
 //
-// - Greedy (temperature <= 0): the first maximum, NaN never wins, and a NaN at id 0 keeps 0 (the CPU scan).
+// - Greedy (temperature <= 0): greedy_rows (greedy.cu): the first maximum, NaN never wins, and a NaN at id 0
+//   keeps 0 (the CPU scan).
 // - Otherwise v = logit / temperature (float division); NaN dropped; top-k and top-p order the candidates by
 //   (v descending, id ascending) (a stable radix sort of (v, ~id)); top-p and min-p weigh w = exp(v - max)
 //   in double and top-p sums them in that order on one thread, as the CPU does; then Gumbel-max over the
@@ -89,19 +90,6 @@ __device__ Best block_best(Best b) {
   }
   __syncthreads();
   return r;
-}
-
-__global__ void __launch_bounds__(kThreads) greedy_kernel(const float* logits, std::int64_t vocab, std::int32_t* out) {
-  const float* row = logits + blockIdx.x * vocab;
-  Best b{0.0, -1};
-  for (std::int64_t i = threadIdx.x; i < vocab; i += kThreads) {
-    const float v = row[i];
-    if (isnan(v)) continue;
-    Best c{static_cast<double>(v), static_cast<std::int32_t>(i)};
-    if (better(c, b)) b = c;
-  }
-  b = block_best(b);
-  if (threadIdx.x == 0) out[blockIdx.x] = (isnan(row[0]) || b.id < 0) ? 0 : b.id;
 }
 
 __device__ __forceinline__ std::uint32_t orderable(float v) {
@@ -246,12 +234,6 @@ void gumbel_noise_device(std::uint64_t seed, std::int64_t position, const std::i
   check_launch("gumbel_noise");
 }
 
-void greedy_rows(const float* logits, std::int64_t rows, std::int64_t vocab, std::int32_t* out_dev, cudaStream_t s) {
-  if (rows <= 0) return;
-  greedy_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, s>>>(logits, vocab, out_dev);
-  check_launch("greedy_rows");
-}
-
 void sample_tokens(const float* logits, std::int64_t rows, std::int64_t vocab, const SampleArgs* args,
                    std::int32_t* out_host, cudaStream_t s) {
   if (rows <= 0) return;
@@ -260,6 +242,7 @@ void sample_tokens(const float* logits, std::int64_t rows, std::int64_t vocab, c
   unsigned int* valid = nullptr;
   double* w = nullptr;
   void* temp = nullptr;
+  void* greedy_scratch = nullptr;
   std::size_t temp_bytes = 0;
   auto check = [](cudaError_t e, const char* what) {
     if (e != cudaSuccess) throw std::runtime_error(std::string("sample_tokens: ") + what + ": " + cudaGetErrorString(e));
@@ -271,12 +254,13 @@ void sample_tokens(const float* logits, std::int64_t rows, std::int64_t vocab, c
   check(cudaMalloc(&w, static_cast<std::size_t>(vocab) * sizeof(double)), "alloc");
   cub::DeviceRadixSort::SortKeysDescending(nullptr, temp_bytes, keys, sorted, static_cast<int>(vocab), 0, 64, s);
   check(cudaMalloc(&temp, temp_bytes), "alloc");
+  check(cudaMalloc(&greedy_scratch, greedy_rows_scratch_bytes(1)), "alloc");
+  check(cudaMemsetAsync(greedy_scratch, 0, greedy_rows_scratch_bytes(1), s), "memset");
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* row = logits + r * vocab;
     const SampleArgs& p = args[r];
     if (p.temperature <= 0.0f) {
-      greedy_kernel<<<1, kThreads, 0, s>>>(row, vocab, d_out + r);
-      check_launch("greedy");
+      greedy_rows(row, 1, vocab, d_out + r, greedy_scratch, s);
       continue;
     }
     check(cudaMemsetAsync(valid, 0, sizeof(unsigned int), s), "memset");
@@ -301,6 +285,7 @@ void sample_tokens(const float* logits, std::int64_t rows, std::int64_t vocab, c
   cudaFree(valid);
   cudaFree(w);
   cudaFree(temp);
+  cudaFree(greedy_scratch);
 }
 
 }  // namespace tf::cuda
