@@ -8,6 +8,8 @@
 #   run 1: carry .cuda-carry/bin.tar.xz .cuda-carry/m/part_a   (tests, benchmarks; bin/ and part_a kept in /tmp)
 #   run 2: carry .cuda-carry/whl .cuda-carry/m/part_b   (joins the parts; golden, serve + openai, drafting,
 #          the default model's benchmark). Issue run 2 at once: the machine stays warm only 30 s after a call.
+# It also puts the kernel tracer and the CUPTI library it needs into .cuda-carry/trace (4 MB; carry it when
+# tracing, docs/benchmarks.md "Eighth session").
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -18,10 +20,15 @@ C=.cuda-carry
 mkdir -p $C/whl $C/m
 cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DTENSORFOLD_MLX=OFF -DTENSORFOLD_CUDA=ON \
   -DTENSORFOLD_GPU_TESTS=ON -DCMAKE_CUDA_ARCHITECTURES=90a >/dev/null
-ninja -C build-cuda tf_cuda_tests tf_cuda_greedy_tool bench/tf_cuda_bench tensorfold
+ninja -C build-cuda tf_cuda_tests tf_cuda_greedy_tool bench/tf_cuda_bench bench/tf_cuda_stack_probe tensorfold \
+  bench/libtf_cuda_kernel_trace.so
 rm -rf $C/bin && mkdir -p $C/bin/bench $C/bin/lib
 cp build-cuda/tf_cuda_tests build-cuda/tf_cuda_greedy_tool build-cuda/tensorfold $C/bin/
-cp build-cuda/bench/tf_cuda_bench $C/bin/bench/
+cp build-cuda/bench/tf_cuda_bench build-cuda/bench/tf_cuda_stack_probe $C/bin/bench/
+mkdir -p $C/trace
+cp build-cuda/bench/libtf_cuda_kernel_trace.so $C/trace/
+cp -L "$(dirname "$(readlink -f "$(command -v nvcc)")")/../lib/libcupti.so.13" $C/trace/ 2>/dev/null ||
+  cp -L /usr/local/cuda/lib64/libcupti.so.13 $C/trace/
 strip $C/bin/tf_* $C/bin/tensorfold $C/bin/bench/*
 for l in libutf8proc.so.2 libcpp-httplib.so.0.11 libfmt.so.9 libpcre2-8.so.0 libbrotlidec.so.1 libbrotlienc.so.1 \
          libbrotlicommon.so.1; do
