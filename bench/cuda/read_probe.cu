@@ -10,15 +10,12 @@
 #include <cstring>
 #include <type_traits>
 
+#include "probe_common.cuh"
+
 namespace {
 
-__device__ __forceinline__ uint4 load_stream(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
+using tf::bench::load_stream;
+using tf::bench::spin_ns;
 
 // Each warp reads its own contiguous run of `steps` warp-loads (512 bytes each), D loads in flight.
 template <int D>
@@ -55,12 +52,7 @@ __global__ void prefetch_kernel(const char* p, long long bytes, int chunk) {
   }
 }
 
-__global__ void spin_kernel(long long ns) {
-  unsigned long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  while (t - t0 < static_cast<unsigned long long>(ns));
-}
+__global__ void spin_kernel(long long ns) { spin_ns(ns); }
 
 }  // namespace
 

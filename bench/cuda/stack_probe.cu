@@ -1,28 +1,19 @@
-// Layer-stack read probe (docs/benchmarks.md, "Eighth session"): how long does
-// one decode token's weight stream of the 8B and 27B-class shapes take when
-// nothing but the reads and the dependencies between matrices remain? A token
-// reads every layer's q/k/v, o, gate/up and down (codes and the tiled scale
-// copy, 0.5625 bytes a weight, as the benchmark's bound counts them) and the
-// lm_head: 4.2 GB (8B) or 13.0 GB (27B). A matrix may only be consumed once the
-// step before it has finished (attention sits between q/k/v and o), so the
-// question is what a dependency costs:
+// Layer-stack read probe (docs/benchmarks.md, "Eighth session"): how long does one decode token's weight
+// stream of the 8B and 27B-class shapes take when nothing but the reads and the dependencies between
+// matrices remain? A token reads every layer's q/k/v, o, gate/up and down (codes and the tiled scale copy,
+// 0.5625 bytes a weight, as the benchmark's bound counts them) and the lm_head: 4.2 GB (8B) or 13.0 GB
+// (27B). A matrix may only be consumed once the step before it has finished (attention sits between q/k/v
+// and o), so the question is what a dependency costs:
 //
-//   per-matrix kernels   one read kernel a matrix (129 a token) in a CUDA graph
-//   with programmatic dependent
-//                        launch, D loads a lane issued before
-//                        griddepcontrol.wait: today's design;
-//   persistent           one kernel a token, one wave, a grid barrier at every
-//   dependency (five a layer:
-//                        after q/k/v, after an attention phase, after o,
-//                        gate/up and down), loads of the next matrix issued
-//                        only after the barrier;
-//   persistent+ahead     the same, but each warp's first D loads of the next
-//   matrix are issued before it
-//                        arrives at the barrier (weights never depend on
-//                        activations).
+//   per-matrix kernels   one read kernel a matrix in a CUDA graph with programmatic dependent launch, D
+//                        loads a lane issued before griddepcontrol.wait: today's design;
+//   persistent           one kernel a token, one wave, a grid barrier at every dependency (five a layer:
+//                        after q/k/v, after an attention phase, after o, gate/up and down), loads of the
+//                        next matrix issued only after the barrier;
+//   persistent+ahead     the same, but each warp's first D loads of the next matrix are issued before it
+//                        arrives at the barrier (weights never depend on activations).
 //
-// Optionally the attention phase keeps a few blocks busy for a while (a spin),
-// as the real one does.
+// The attention phase keeps 80 blocks busy for 0, 4 or 10 µs (a spin), as the real one takes time.
 //   tf_cuda_stack_probe [8b|27b]...   (both without arguments)
 #include <cuda_runtime.h>
 
@@ -31,36 +22,24 @@
 #include <type_traits>
 #include <vector>
 
+#include "probe_common.cuh"
+
 namespace {
 
-__device__ __forceinline__ uint4 load_stream(const uint4 *p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
+using tf::bench::load_stream;
+using tf::bench::spin_ns;
 
 constexpr int kMaxMatrices = 64 * 4 + 1;
 
-// The token's matrices in order: a base pointer and the warp-loads (512 bytes)
-// each warp reads of it.
+// The token's matrices in order: a base pointer and the warp-loads (512 bytes) each warp reads of it.
 struct Stack {
-  const uint4 *base[kMaxMatrices];
+  const uint4* base[kMaxMatrices];
   long long steps[kMaxMatrices];  // per warp, a multiple of the batch
   int n = 0;
 };
 
-__device__ __forceinline__ void spin_ns(long long ns) {
-  unsigned long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  while (t - t0 < static_cast<unsigned long long>(ns));
-}
-
-// A sense-reversing grid barrier over one resident wave: the last block to
-// arrive bumps the generation.
-__device__ void grid_barrier(unsigned *count, volatile unsigned *gen) {
+// A sense-reversing grid barrier over one resident wave: the last block to arrive bumps the generation.
+__device__ void grid_barrier(unsigned* count, volatile unsigned* gen) {
   __syncthreads();
   if (threadIdx.x == 0) {
     const unsigned g = *gen;
@@ -78,10 +57,9 @@ __device__ void grid_barrier(unsigned *count, volatile unsigned *gen) {
   __syncthreads();
 }
 
-// Barriers before matrix m (m > 0): one after the previous matrix, and for an o
-// projection (m % 4 == 1) a second one after the attention phase, in which
-// `attn_blocks` blocks spin for attn_ns.
-__device__ void dependency(int m, unsigned *count, volatile unsigned *gen, int attn_blocks, long long attn_ns) {
+// Barriers before matrix m (m > 0): one after the previous matrix, and for an o projection (m % 4 == 1) a
+// second one after the attention phase, in which `attn_blocks` blocks spin for attn_ns.
+__device__ void dependency(int m, unsigned* count, volatile unsigned* gen, int attn_blocks, long long attn_ns) {
   grid_barrier(count, gen);
   if (m % 4 == 1) {
     if (static_cast<int>(blockIdx.x) < attn_blocks && attn_ns > 0) spin_ns(attn_ns);
@@ -90,8 +68,8 @@ __device__ void dependency(int m, unsigned *count, volatile unsigned *gen, int a
 }
 
 template <int D, bool AHEAD>
-__global__ void persistent_kernel(Stack st, unsigned *count, unsigned *gen, int attn_blocks, long long attn_ns,
-                                  unsigned *sink) {
+__global__ void persistent_kernel(Stack st, unsigned* count, unsigned* gen, int attn_blocks, long long attn_ns,
+                                  unsigned* sink) {
   const long long warp = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5;
   const int lane = static_cast<int>(threadIdx.x & 31);
   unsigned acc = 0;
@@ -99,14 +77,13 @@ __global__ void persistent_kernel(Stack st, unsigned *count, unsigned *gen, int 
   long long s = 0;  // its next warp-load
   uint4 cur[D];
   auto load = [&](uint4(&v)[D], int mm, long long ss) {
-    const uint4 *p = st.base[mm] + (warp * st.steps[mm] + ss) * 32 + lane;
+    const uint4* p = st.base[mm] + (warp * st.steps[mm] + ss) * 32 + lane;
 #pragma unroll
     for (int i = 0; i < D; ++i) v[i] = load_stream(p + i * 32);
   };
   load(cur, 0, 0);
   for (;;) {
-    // The next batch: the rest of this matrix, or the first loads of the next
-    // one.
+    // The next batch: the rest of this matrix, or the first loads of the next one.
     int nm = m;
     long long ns = s + D;
     if (ns >= st.steps[m]) nm = m + 1, ns = 0;
@@ -127,14 +104,13 @@ __global__ void persistent_kernel(Stack st, unsigned *count, unsigned *gen, int 
   if (acc == 0x12345678u) *sink = acc;  // keeps the loads; never true for the fill pattern
 }
 
-// Today's design, reduced to its reads: D loads a lane before
-// griddepcontrol.wait, the rest after, 2D in flight as in the persistent
-// kernel.
+// Today's design, reduced to its reads: D loads a lane before griddepcontrol.wait, the rest after, 2D in
+// flight as in the persistent kernel.
 template <int D>
-__global__ void matrix_kernel(const uint4 *__restrict__ src, long long steps, unsigned *sink) {
+__global__ void matrix_kernel(const uint4* __restrict__ src, long long steps, unsigned* sink) {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const long long warp = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5;
-  const uint4 *p = src + warp * steps * 32 + (threadIdx.x & 31);
+  const uint4* p = src + warp * steps * 32 + (threadIdx.x & 31);
   unsigned acc = 0;
   uint4 cur[D], nxt[D];
 #pragma unroll
@@ -175,15 +151,15 @@ void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t s,
 }
 
 struct Shape {
-  const char *name;
+  const char* name;
   long long layers, hidden, q_dim, kv_dim, ffn, vocab;
 };
 
-int probe(const Shape &sh, int sms);
+int probe(const Shape& sh, int sms);
 
 }  // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   const Shape b8{"8B", 32, 4096, 4096, 1024, 14336, 128256}, b27{"27B-class", 64, 5120, 6144, 1024, 17408, 248320};
@@ -195,9 +171,8 @@ int main(int argc, char **argv) {
 
 namespace {
 
-int probe(const Shape &sh, int sms) {
-  // Rows x cols of each matrix of a layer, then the lm_head; 0.5625 bytes a
-  // weight.
+int probe(const Shape& sh, int sms) {
+  // Rows x cols of each matrix of a layer, then the lm_head; 0.5625 bytes a weight.
   std::vector<double> bytes;
   for (int l = 0; l < sh.layers; ++l)
     for (long long rc :
@@ -206,7 +181,7 @@ int probe(const Shape &sh, int sms) {
   bytes.push_back(static_cast<double>(sh.vocab * sh.hidden) * 0.5625);
   double total_bytes = 0;
   for (double b : bytes) total_bytes += b;
-  char *buf = nullptr;
+  char* buf = nullptr;
   unsigned *sink = nullptr, *bar = nullptr;
   const size_t alloc = static_cast<size_t>(total_bytes) + (64ull << 20);
   if (cudaMalloc(&buf, alloc) != cudaSuccess || cudaMalloc(&sink, 4) != cudaSuccess ||
@@ -222,10 +197,9 @@ int probe(const Shape &sh, int sms) {
   cudaEventCreate(&ea);
   cudaEventCreate(&eb);
 
-  // Copy bandwidth in the same run (read + write of 1 GB), the bound's
-  // denominator.
+  // Copy bandwidth in the same run (read + write of 1 GB), the bound's denominator.
   {
-    char *dst = buf + (1ull << 30);
+    char* dst = buf + (1ull << 30);
     cudaMemcpyAsync(dst, buf, 1ull << 30, cudaMemcpyDeviceToDevice, stream);
     cudaEventRecord(ea, stream);
     for (int i = 0; i < 10; ++i) cudaMemcpyAsync(dst, buf, 1ull << 30, cudaMemcpyDeviceToDevice, stream);
@@ -240,12 +214,12 @@ int probe(const Shape &sh, int sms) {
         sh.name, sms, bw / 1e12, total_bytes / 1e9, total_bytes / bw * 1e6);
   }
 
-  auto make_stack = [&](long long warps, int batch, double *read) {
+  auto make_stack = [&](long long warps, int batch, double* read) {
     Stack st;
     size_t off = 0;
     *read = 0;
     for (double b : bytes) {
-      st.base[st.n] = reinterpret_cast<const uint4 *>(buf + off);
+      st.base[st.n] = reinterpret_cast<const uint4*>(buf + off);
       const long long steps = static_cast<long long>(b / 512 / warps) / batch * batch;
       st.steps[st.n++] = steps < batch ? batch : steps;
       *read += static_cast<double>(st.steps[st.n - 1]) * warps * 512;
@@ -306,12 +280,12 @@ int probe(const Shape &sh, int sms) {
       const int blocks = sms * per_sm_blocks;
       const double us = time_us(
           [&] {
-            void *args[] = {const_cast<Stack *>(&st), &bar, nullptr, nullptr, &attn_ns, &sink};
-            unsigned *gen = bar + 1;
+            void* args[] = {const_cast<Stack*>(&st), &bar, nullptr, nullptr, &attn_ns, &sink};
+            unsigned* gen = bar + 1;
             int attn_blocks = 80;
             args[2] = &gen;
             args[3] = &attn_blocks;
-            cudaLaunchCooperativeKernel(reinterpret_cast<void *>(persistent_kernel<D, A>), dim3(blocks), dim3(threads),
+            cudaLaunchCooperativeKernel(reinterpret_cast<void*>(persistent_kernel<D, A>), dim3(blocks), dim3(threads),
                                         args, 0, stream);
           },
           20);
