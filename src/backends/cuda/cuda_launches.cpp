@@ -34,7 +34,6 @@ std::vector<Launch> build_launches(const std::vector<Op>& ops, const std::vector
       da.scale = sp.scale;
       da.max_splits = at.attn_splits();
       da.work = static_cast<float*>(buffers.attn_work);
-      da.counters = static_cast<unsigned int*>(buffers.attn_counters);
       launches.push_back({[=](cudaStream_t s) { cuda::decode_attention(da, s); }});
     } else {
       if (da.k_new != nullptr) throw std::logic_error("CUDA backend: fresh rows in a prefill attention");

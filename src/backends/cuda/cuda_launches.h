@@ -24,7 +24,6 @@ struct DynRefs {
 struct LaunchBuffers {
   void* dyn_dev = nullptr;        // the dyn block (copied there before the launches)
   void* attn_work = nullptr;      // decode attention's partials (cuda::DecodeAttnArgs::work)
-  void* attn_counters = nullptr;  // decode attention's counters (cuda::DecodeAttnArgs::counters)
   void* imma_scratch = nullptr;   // the integer matmul's x terms (cuda::DecodeLinearArgs::imma_scratch)
   std::size_t imma_scratch_bytes = 0;
 };

@@ -93,11 +93,13 @@ struct Op {
       for (std::int64_t i = 0; i < r.rows; ++i) p.push_back(r.start + i);
     return p;
   }
-  // Attend: the decode attention's splits along the cache, enough for the largest cache of the call.
+  // Attend: the decode attention's grid of splits along the cache, enough for the largest cache of the call.
+  // 0 for other ops (the tape's signature hashes every op's).
   int attn_splits() const {
+    if (kind != Kind::Attend || attn.kv_heads <= 0) return 0;
     std::int64_t cap = 0;
     for (const Run& r : runs) cap = std::max<std::int64_t>(cap, r.kv ? r.kv->cap : 0);
-    return static_cast<int>((cap + cuda::kAttnSplit - 1) / cuda::kAttnSplit);
+    return cuda::decode_attention_max_splits(static_cast<int>(cap), attn.kv_heads);
   }
 };
 

@@ -34,7 +34,6 @@ TapeRunner::~TapeRunner() {
   cudaFreeHost(dyn_host_);
   cudaFree(imma_scratch_);
   cudaFree(attn_work_);
-  cudaFree(attn_counters_);
 }
 
 void TapeRunner::run(std::vector<Op>& tape, bool wait) {
@@ -72,7 +71,7 @@ void TapeRunner::run(std::vector<Op>& tape, bool wait) {
   // 3. dyn block layout and launches.
   const std::vector<DynRefs> dref = build_dyn(ops);
   reserve_launch_buffers(ops);
-  const LaunchBuffers buffers{.dyn_dev = dyn_dev_, .attn_work = attn_work_, .attn_counters = attn_counters_,
+  const LaunchBuffers buffers{.dyn_dev = dyn_dev_, .attn_work = attn_work_,
                               .imma_scratch = imma_scratch_, .imma_scratch_bytes = imma_scratch_bytes_};
   const std::vector<Launch> launches = build_launches(ops, fusion.steps, dref, buffers);
   // 4. run
@@ -155,17 +154,12 @@ void TapeRunner::reserve_launch_buffers(const std::vector<Op>& ops) {
   }
   if (max_attn_rows > 0) {
     const std::size_t work = cuda::decode_attention_work_floats(static_cast<int>(max_attn_rows), max_heads, max_dim, max_splits);
-    const std::size_t counters = static_cast<std::size_t>(max_attn_rows) * static_cast<std::size_t>(max_heads);
-    if (work * 4 > attn_work_bytes_ || counters * 4 > attn_counter_bytes_) {
+    if (work * 4 > attn_work_bytes_) {
       TF_CK(cudaStreamSynchronize(stream_));
       clear_graphs();
       cudaFree(attn_work_);
-      cudaFree(attn_counters_);
       attn_work_bytes_ = align_up(std::max(work * 4, attn_work_bytes_), 1 << 20);
-      attn_counter_bytes_ = align_up(std::max(counters * 4, attn_counter_bytes_), 4096);
       TF_CK(cudaMalloc(&attn_work_, attn_work_bytes_));
-      TF_CK(cudaMalloc(&attn_counters_, attn_counter_bytes_));
-      TF_CK(cudaMemset(attn_counters_, 0, attn_counter_bytes_));
     }
   }
 }
@@ -252,7 +246,7 @@ void TapeRunner::signature(const std::vector<Op>& ops, std::vector<std::uint64_t
 }
 
 void TapeRunner::push_buffers(std::vector<std::uint64_t>& sig) const {
-  for (const void* p : {arena_, dyn_dev_, attn_work_, attn_counters_, imma_scratch_})
+  for (const void* p : {arena_, dyn_dev_, attn_work_, imma_scratch_})
     sig.push_back(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p)));
 }
 

@@ -96,8 +96,7 @@ class TapeRunner {
   void* imma_scratch_ = nullptr;  // the integer matmul's x terms, prepared once per launch (DecodeLinearArgs::imma_scratch)
   std::size_t imma_scratch_bytes_ = 0;
   void* attn_work_ = nullptr;
-  void* attn_counters_ = nullptr;
-  std::size_t attn_work_bytes_ = 0, attn_counter_bytes_ = 0;
+  std::size_t attn_work_bytes_ = 0;
   std::unordered_map<std::uint64_t, std::vector<Plan>> plans_;
   int plan_count_ = 0;
   std::vector<std::uint64_t> sig_;

@@ -138,10 +138,8 @@ TEST(CudaInvariance, DecodeAttentionBesideOtherStreams) {
     for (int i = 0; i < 32; ++i) others.push_back(std::make_unique<DevBuf<float>>(make()));
     // The target row at every place of the call; the other rows read other streams' caches and lengths.
     const std::int64_t width = static_cast<std::int64_t>(sh.heads) * sh.d;
-    const int max_splits = cap / kAttnSplit;
+    const int max_splits = decode_attention_max_splits(cap, sh.kv_heads);
     DevBuf<float> work(decode_attention_work_floats(16, sh.heads, sh.d, max_splits));
-    DevBuf<unsigned int> counters(static_cast<std::size_t>(16) * sh.heads);
-    ck(cudaMemset(counters.p, 0, counters.n * 4), "memset");
     auto run = [&](const std::vector<float>& q, const std::vector<AttnRow>& rows) {
       DevBuf<float> dq(q), out(q.size());
       DevBuf<AttnRow> drows(rows);
@@ -157,7 +155,6 @@ TEST(CudaInvariance, DecodeAttentionBesideOtherStreams) {
       a.scale = 1.0f / std::sqrt(static_cast<float>(sh.d));
       a.max_splits = max_splits;
       a.work = work.p;
-      a.counters = counters.p;
       decode_attention(a, nullptr);
       return out.download();
     };

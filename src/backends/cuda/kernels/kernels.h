@@ -153,12 +153,12 @@ void rope_kv_write(const float* q, const float* k, const float* v, float* q_out,
                    const std::int64_t* pos, const float* inv_freq, bool interleaved, std::int64_t n_rows, int heads,
                    int kv_heads, int head_dim, cudaStream_t s);
 
-// Decode attention: each query row attends over its own cache, split along the cache at fixed boundaries
-// (kAttnSplit positions), the splits combined in split order by the last block to finish; the result of a
-// row depends on its query, its cache and its length only. `max_splits` sizes the grid (ceil(cap /
-// kAttnSplit) over the rows); blocks past a row's length exit. One block serves all the query heads of a
-// kv head (keys and values read once per kv head). `work` holds max_splits partials per (row, head);
-// `counters` n_rows * heads zeroed ints, of which the kernel uses one per (row, kv head) and leaves zero.
+// Decode attention: each query row attends over its own cache, split along the cache into splits of
+// attn_split_size(len, kv_heads) positions (a function of the row's own length), the splits combined in
+// split order by a second kernel; the result of a row depends on its query, its cache and its length
+// only. `max_splits` sizes the grid (decode_attention_max_splits(cap, kv_heads) over the rows); blocks past a
+// row's splits exit. One block serves all the query heads of a kv head (keys and values read once per kv
+// head). `work` holds max_splits partials per (row, head).
 //
 // With k_new set (at most kMaxDecodeRows rows) the kernel also does rope_kv_write's job, one launch instead
 // of two: q is the raw query, rotated in the kernel at pos[r]; positions new_from .. len - 1 of a row (its
@@ -166,7 +166,28 @@ void rope_kv_write(const float* q, const float* k, const float* v, float* q_out,
 // positions, instead of from the cache; and the cache of rows[r] gets rope(k_new[r]) and v_new[r] at
 // write_pos. Output and cache equal rope_kv_write + decode_attention bit for bit (the rotation is
 // rope_math.cuh's in both). Rows must then have len = write_pos + 1, their stream's rows consecutive.
-constexpr int kAttnSplit = 64;
+//
+// The split size: a decode step reads a few MB of cache a layer, and one SM streams only ~25 GB/s of it
+// (H200, session 9), so the cache is spread over about kAttnTargetBlocks blocks (all SMs once) rather than
+// over fixed 64-position splits (a 27B-class layer at 300 positions had used 20 SMs). Splits stay between
+// kAttnMinSplit positions (short caches: fewer partials to combine) and kAttnMaxSplit (long caches: the
+// block's registers). The size is a function of len, so a row's bits are the same alone, in a verify call
+// and after a resume: every exact path attends a position at the same length.
+// (Plain constexpr: the kernels call them too, through --expt-relaxed-constexpr.)
+constexpr int kAttnMaxSplit = 64, kAttnMinSplit = 16, kAttnTargetBlocks = 128;
+constexpr int attn_split_size(int len, int kv_heads) {
+  const int target = (kAttnTargetBlocks + kv_heads - 1) / kv_heads;  // splits a row aims at
+  const int s = (len + target - 1) / target;
+  return s < kAttnMinSplit ? kAttnMinSplit : s > kAttnMaxSplit ? kAttnMaxSplit : s;
+}
+// An upper bound of ceil(len / attn_split_size(len)) over 1 <= len <= cap: ceil(cap / 64) past 64 splits
+// of the target, else at most the target (and at most ceil(cap / 16)).
+constexpr int decode_attention_max_splits(int cap, int kv_heads) {
+  const int target = (kAttnTargetBlocks + kv_heads - 1) / kv_heads;
+  const int by_max = (cap + kAttnMaxSplit - 1) / kAttnMaxSplit, by_min = (cap + kAttnMinSplit - 1) / kAttnMinSplit;
+  const int small = target < by_min ? target : by_min;
+  return by_max > small ? by_max : small;
+}
 struct DecodeAttnArgs {
   const float* q = nullptr;  // [rows, heads * head_dim]
   float* out = nullptr;      // [rows, heads * head_dim]
@@ -175,7 +196,6 @@ struct DecodeAttnArgs {
   float scale = 1.0f;
   int max_splits = 1;
   float* work = nullptr;      // n_rows * heads * max_splits * (head_dim + 2) floats
-  unsigned int* counters = nullptr;  // n_rows * heads
   // The fused RoPE and cache write (null k_new: q is rotated already and the cache written).
   const float* k_new = nullptr;       // raw k [rows, kv_heads * head_dim]
   const float* v_new = nullptr;       // v [rows, kv_heads * head_dim]

@@ -9,12 +9,21 @@
 
 namespace tf::cuda {
 
+// The angle's sine and cosine, and the rotation by them: split so that a kernel may take the sincosf
+// before its inputs exist (the decode attention does it before its PDL wait).
+__device__ __forceinline__ void rope_sincos(float p, float inv, float& sn, float& cs) {
+  sincosf(__fmul_rn(p, inv), &sn, &cs);
+}
+__device__ __forceinline__ void rope_apply(float x0, float x1, float sn, float cs, float& y0, float& y1) {
+  y0 = __fsub_rn(__fmul_rn(x0, cs), __fmul_rn(x1, sn));
+  y1 = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, cs));
+}
+
 // Rotates the pair (x0, x1) by p * inv.
 __device__ __forceinline__ void rope_rotate(float x0, float x1, float p, float inv, float& y0, float& y1) {
   float sn, cs;
-  sincosf(__fmul_rn(p, inv), &sn, &cs);
-  y0 = __fsub_rn(__fmul_rn(x0, cs), __fmul_rn(x1, sn));
-  y1 = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, cs));
+  rope_sincos(p, inv, sn, cs);
+  rope_apply(x0, x1, sn, cs, y0, y1);
 }
 
 // The two dims of pair i: (2i, 2i + 1) when interleaved (GGUF's permuted llama weights), else (i, i + half).
