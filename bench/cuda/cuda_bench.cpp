@@ -152,6 +152,32 @@ void bench_decode(tf::CudaBackend& be, RandomLlama& m, const std::string& tag, s
     result(tag + ".host_plan_us_per_token", (st1.plan_us - st0.plan_us) / steps, "us");
     result(tag + ".gpu_wait_us_per_token", (st1.wait_us - st0.wait_us) / steps, "us");
   }
+  // Host time of a greedy step outside the GPU's work: recording the tape (the model's ops, before anything
+  // is launched) and the rest of the step's wall time (plan, launch, argmax, wake-up) beside the GPU wait.
+  // The GPU idles through both: one stream's decode is serial.
+  {
+    auto kv = m.new_cache();
+    m.forward(*kv, ids(ctx, s.vocab, 3), 1);
+    std::vector<double> rec, wall, wait;
+    std::int32_t t = 7;
+    for (int i = 0; i < 8 + steps; ++i) {
+      const std::int32_t one[1] = {t};
+      const double w0 = be.stats().wait_us;
+      const auto t0 = std::chrono::steady_clock::now();
+      const tf::Tensor lg = m.logits(*kv, one, 1);
+      const auto t1 = std::chrono::steady_clock::now();
+      t = be.argmax_rows(lg)[0];
+      const auto t2 = std::chrono::steady_clock::now();
+      if (i >= 8) {
+        rec.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+        wall.push_back(std::chrono::duration<double, std::micro>(t2 - t0).count());
+        wait.push_back(be.stats().wait_us - w0);
+      }
+    }
+    result(tag + ".host_record_us_per_token", median(rec), "us");
+    result(tag + ".greedy_step_wall_us", median(wall), "us");
+    result(tag + ".greedy_step_gpu_wait_us", median(wait), "us");
+  }
   if (prefill_2k) {
     const std::int64_t n = 2048;
     std::vector<double> t;

@@ -16,7 +16,7 @@ struct CudaBackendStats {
   std::int64_t graph_replays = 0;    // tapes run by replaying a captured graph
   std::int64_t graph_captures = 0;   // graphs captured and instantiated
   std::int64_t eager_flushes = 0;    // tapes launched kernel by kernel (prefill, or graphs off)
-  std::int64_t launches = 0;         // kernels in the last tape
+  std::int64_t launches = 0;         // kernels of the last step (the tapes run since the wait before it)
   double plan_us = 0;                // host time in tape execution before the final wait (all tapes)
   double wait_us = 0;                // host time waiting for the GPU at the end of tapes (all tapes)
 };

@@ -9,7 +9,8 @@
 //     memory;
 //  3. values that change from step to step (token ids, positions, cache rows) go to a small "dyn" block that
 //     is copied to a fixed device buffer before the launches; the kernels read them from there
-//     (cuda_launches.cpp);
+//     (cuda_launches.cpp). Tapes queued without a wait between them (the pieces of a decode step, which the
+//     backend launches while the model records the rest: cuda_backend.cpp) each use a dyn slot of their own;
 //  4. a decode tape is keyed by its signature (every op's kind, shape, weights, settings and inputs, the
 //     pointers of what the caller holds, but not the dyn values) and the runner's buffers (arena, dyn block,
 //     attention work, integer-matmul scratch): a key seen before replays its CUDA graph after the dyn copy; a
@@ -38,8 +39,9 @@ TapeRunner::~TapeRunner() {
 
 void TapeRunner::run(std::vector<Op>& tape, bool wait) {
   if (tape.empty()) return;
-  // The dyn block's host copy is rewritten below: an earlier run's copy of it must be done.
-  if (unwaited_) this->wait();
+  // Each run since the last wait has a dyn slot of its own (kDynSlots); past them, wait and start over.
+  if (queued_ == kDynSlots) this->wait();
+  slot_ = queued_;
   flush_start_ = std::chrono::steady_clock::now();
   wait_ = wait;
   std::vector<Op> ops = std::move(tape);
@@ -71,7 +73,7 @@ void TapeRunner::run(std::vector<Op>& tape, bool wait) {
   // 3. dyn block layout and launches.
   const std::vector<DynRefs> dref = build_dyn(ops);
   reserve_launch_buffers(ops);
-  const LaunchBuffers buffers{.dyn_dev = dyn_dev_, .attn_work = attn_work_,
+  const LaunchBuffers buffers{.dyn_dev = dyn_dev(), .attn_work = attn_work_,
                               .imma_scratch = imma_scratch_, .imma_scratch_bytes = imma_scratch_bytes_};
   const std::vector<Launch> launches = build_launches(ops, fusion.steps, dref, buffers);
   // 4. run
@@ -96,12 +98,12 @@ bool TapeRunner::replay(std::vector<Op>& ops, const std::vector<char>& esc) {
         }
         build_dyn(ops);
         if (!dyn_.empty()) {
-          std::memcpy(dyn_host_, dyn_.data(), dyn_.size());
-          TF_CK(cudaMemcpyAsync(dyn_dev_, dyn_host_, dyn_.size(), cudaMemcpyHostToDevice, stream_));
+          std::memcpy(dyn_host(), dyn_.data(), dyn_.size());
+          TF_CK(cudaMemcpyAsync(dyn_dev(), dyn_host(), dyn_.size(), cudaMemcpyHostToDevice, stream_));
         }
         TF_CK(cudaGraphLaunch(plan.exec, stream_));
         ++stats_.graph_replays;
-        stats_.launches = plan.launches;
+        step_launches_ += plan.launches;
         finish(ops);
         return true;
       }
@@ -149,8 +151,8 @@ void TapeRunner::reserve_launch_buffers(const std::vector<Op>& ops) {
     cudaFree(dyn_dev_);
     cudaFreeHost(dyn_host_);
     dyn_bytes_ = align_up(dyn_.size(), 1 << 16);
-    TF_CK(cudaMalloc(&dyn_dev_, dyn_bytes_));
-    TF_CK(cudaMallocHost(&dyn_host_, dyn_bytes_));
+    TF_CK(cudaMalloc(&dyn_dev_, dyn_bytes_ * kDynSlots));
+    TF_CK(cudaMallocHost(&dyn_host_, dyn_bytes_ * kDynSlots));
   }
   if (max_attn_rows > 0) {
     const std::size_t work = cuda::decode_attention_work_floats(static_cast<int>(max_attn_rows), max_heads, max_dim, max_splits);
@@ -168,10 +170,10 @@ void TapeRunner::run_or_capture(std::vector<Op>& ops, const std::vector<Launch>&
                                 bool use_graph) {
   const std::vector<std::size_t>& offset = memory.offset;
   const std::vector<bool>& needed = memory.needed;
-  stats_.launches = static_cast<std::int64_t>(launches.size());
+  step_launches_ += static_cast<std::int64_t>(launches.size());
   if (!dyn_.empty()) {
-    std::memcpy(dyn_host_, dyn_.data(), dyn_.size());
-    TF_CK(cudaMemcpyAsync(dyn_dev_, dyn_host_, dyn_.size(), cudaMemcpyHostToDevice, stream_));
+    std::memcpy(dyn_host(), dyn_.data(), dyn_.size());
+    TF_CK(cudaMemcpyAsync(dyn_dev(), dyn_host(), dyn_.size(), cudaMemcpyHostToDevice, stream_));
   }
   if (use_graph) {
     if (plan_count_ >= kMaxGraphs) {
@@ -246,7 +248,7 @@ void TapeRunner::signature(const std::vector<Op>& ops, std::vector<std::uint64_t
 }
 
 void TapeRunner::push_buffers(std::vector<std::uint64_t>& sig) const {
-  for (const void* p : {arena_, dyn_dev_, attn_work_, imma_scratch_})
+  for (const void* p : {arena_, dyn_dev(), attn_work_, imma_scratch_})
     sig.push_back(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p)));
 }
 
@@ -309,10 +311,8 @@ std::vector<DynRefs> TapeRunner::build_dyn(const std::vector<Op>& ops) {
 void TapeRunner::finish(std::vector<Op>& ops) {
   stats_.plan_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - flush_start_).count();
   // The outputs are ready in stream order; whoever reads them on the host waits first (wait()).
-  if (wait_)
-    wait();
-  else
-    unwaited_ = true;
+  ++queued_;
+  if (wait_) wait();
   for (auto& op : ops) {
     op.out->pending = false;
     op.out->tape_index = -1;
@@ -322,7 +322,9 @@ void TapeRunner::finish(std::vector<Op>& ops) {
 void TapeRunner::wait() {
   const auto t0 = std::chrono::steady_clock::now();
   TF_CK(cudaStreamSynchronize(stream_));
-  unwaited_ = false;
+  queued_ = 0;
+  if (step_launches_ > 0) stats_.launches = step_launches_;
+  step_launches_ = 0;
   stats_.wait_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
 

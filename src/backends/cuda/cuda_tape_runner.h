@@ -28,7 +28,8 @@ class TapeRunner {
   TapeRunner& operator=(const TapeRunner&) = delete;
 
   // Runs the tape's ops and empties it (an empty tape: nothing to do); returns once the GPU is done, or with
-  // wait = false once the launches are queued (the caller then queues its own work and calls wait()).
+  // wait = false once the launches are queued (the caller then queues its own work, or more tapes: the
+  // pieces of one decode step, and calls wait()).
   void run(std::vector<Op>& tape, bool wait = true);
   // Waits for everything queued on the stream (counted in the stats' wait time).
   void wait();
@@ -39,7 +40,11 @@ class TapeRunner {
   void reserve_imma_scratch(std::size_t need);
 
  private:
-  static constexpr int kMaxGraphs = 64;
+  static constexpr int kMaxGraphs = 256;  // a decode step of N pieces keeps N graphs
+  // Runs queued without a wait between them (a step's pieces) each copy their dyn block from a slot of their
+  // own: the host must not rewrite a pinned slot whose copy may not have run yet. The slot is the run's
+  // place since the last wait, so a piece's graph (which holds its slot's address) replays step after step.
+  static constexpr int kDynSlots = 32;
   struct Plan {
     std::vector<std::uint64_t> sig;
     std::vector<std::size_t> offset;
@@ -56,8 +61,12 @@ class TapeRunner {
   // Lays out and fills the dyn block (ids, positions, cache rows, uploads) in tape order.
   std::vector<DynRefs> build_dyn(const std::vector<Op>& ops);
   void finish(std::vector<Op>& ops);
-  bool wait_ = true;       // run()'s argument, for finish()
-  bool unwaited_ = false;  // a run returned without waiting and no wait() followed yet
+  bool wait_ = true;  // run()'s argument, for finish()
+  int queued_ = 0;    // runs queued since the last wait(); the next run's dyn slot
+  int slot_ = 0;      // this run's dyn slot
+  std::int64_t step_launches_ = 0;  // kernels of the runs since the last wait
+  void* dyn_dev() const { return static_cast<char*>(dyn_dev_) + static_cast<std::size_t>(slot_) * dyn_bytes_; }
+  void* dyn_host() const { return static_cast<char*>(dyn_host_) + static_cast<std::size_t>(slot_) * dyn_bytes_; }
   void clear_graphs();
 
   // The steps of run(), in order.
