@@ -99,6 +99,12 @@ if [ "$SKIP_TESTS" = 0 ]; then
   grep -E '^\[ sampling \]|^\[ backend \]|Failure|rel_err|differs' "$OUT/unit_tests.log" | head -40
   run_tests 'CudaInvariance.*' invariance_tests
   grep -E '^\[ invariance \]|Failure|differs' "$OUT/invariance_tests.log" | head -40
+  # The backend's tests again with every decode step cut into pieces at each layer boundary (the tests'
+  # models are too small for the default of 64 ops a piece; docs/cuda.md, "Pieces").
+  export TF_CUDA_PIECE_OPS=4
+  run_tests 'CudaBackend.*:CudaInvariance.Backend*' piece_tests
+  unset TF_CUDA_PIECE_OPS
+  grep -E 'Failure|differs' "$OUT/piece_tests.log" | head -20
 fi
 
 # ---- golden: greedy output of the default model vs transformers ----

@@ -323,14 +323,11 @@ class CudaBackendImpl final : public CudaBackend {
     if (piece_ops_ <= 0 || static_cast<std::int64_t>(ops_.size()) < piece_ops_) return;
     auto* xa = dynamic_cast<Act*>(x.impl());
     if (xa == nullptr || !xa->pending) return;
-    std::vector<int> reads(ops_.size(), 0);
-    for (const auto& op : ops_) {
+    for (const auto& op : ops_)
       if (op.out->rows > cuda::kMaxDecodeRows) return;  // a prefill tape: one piece
-      for (const ActP* in : {&op.a, &op.b, &op.c})
-        if (*in && (*in)->pending && (*in)->tape_index >= 0) ++reads[static_cast<std::size_t>((*in)->tape_index)];
-    }
+    const std::vector<char> escapes = tape_escapes(ops_);
     for (std::size_t i = 0; i < ops_.size(); ++i)
-      if (ops_[i].out.get() != xa && ops_[i].out.use_count() > 1 + reads[i]) return;  // more than x is held
+      if (escapes[i] && ops_[i].out.get() != xa) return;  // the caller holds more than x
     runner_->run(ops_, /*wait=*/false);
   }
   const std::int64_t piece_ops_ = [] {

@@ -103,4 +103,17 @@ struct Op {
   }
 };
 
+// Which outputs of a tape escape it: the caller still holds them (more references than the op's own and its
+// readers' in the tape), so they need memory that outlives the tape. One definition for the runner (pool
+// memory, the signature) and for the backend (where a decode step may be cut into pieces).
+inline std::vector<char> tape_escapes(const std::vector<Op>& ops) {
+  std::vector<int> reads(ops.size(), 0);
+  for (const auto& op : ops)
+    for (const ActP* in : {&op.a, &op.b, &op.c})
+      if (*in && (*in)->pending && (*in)->tape_index >= 0) ++reads[static_cast<std::size_t>((*in)->tape_index)];
+  std::vector<char> escapes(ops.size(), 0);
+  for (std::size_t i = 0; i < ops.size(); ++i) escapes[i] = ops[i].out.use_count() > 1 + reads[i] ? 1 : 0;
+  return escapes;
+}
+
 }  // namespace tf::cuda_internal

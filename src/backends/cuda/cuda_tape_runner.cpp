@@ -213,13 +213,9 @@ void TapeRunner::run_or_capture(std::vector<Op>& ops, const std::vector<Launch>&
 
 void TapeRunner::signature(const std::vector<Op>& ops, std::vector<std::uint64_t>& sig, std::vector<char>& escapes) {
   const std::size_t n = ops.size();
-  std::vector<int> reads(n, 0);
-  for (const auto& op : ops)
-    for (const ActP* in : {&op.a, &op.b, &op.c})
-      if (*in && (*in)->pending && (*in)->tape_index >= 0) ++reads[static_cast<std::size_t>((*in)->tape_index)];
   sig.clear();
   sig.reserve(n * 24 + 8);
-  escapes.assign(n, 0);
+  escapes = tape_escapes(ops);
   auto P = [](const void* p) { return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p)); };
   auto F = [](float f) {
     std::uint32_t b;
@@ -228,7 +224,6 @@ void TapeRunner::signature(const std::vector<Op>& ops, std::vector<std::uint64_t
   };
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = ops[i];
-    escapes[i] = op.out.use_count() > 1 + reads[i] ? 1 : 0;
     sig.insert(sig.end(), {static_cast<std::uint64_t>(op.kind), static_cast<std::uint64_t>(op.out->rows),
                            static_cast<std::uint64_t>(op.out->cols), static_cast<std::uint64_t>(escapes[i])});
     for (const ActP* in : {&op.a, &op.b, &op.c}) {
