@@ -323,8 +323,7 @@ class CudaBackendImpl final : public CudaBackend {
     if (piece_ops_ <= 0 || static_cast<std::int64_t>(ops_.size()) < piece_ops_) return;
     auto* xa = dynamic_cast<Act*>(x.impl());
     if (xa == nullptr || !xa->pending) return;
-    for (const auto& op : ops_)
-      if (op.out->rows > cuda::kMaxDecodeRows) return;  // a prefill tape: one piece
+    if (!decode_tape(ops_)) return;  // a prefill tape: one piece
     const std::vector<char> escapes = tape_escapes(ops_);
     for (std::size_t i = 0; i < ops_.size(); ++i)
       if (escapes[i] && ops_[i].out.get() != xa) return;  // the caller holds more than x

@@ -103,6 +103,13 @@ struct Op {
   }
 };
 
+// A decode tape: every op at most kMaxDecodeRows rows (row-invariant kernels, CUDA graphs, pieces).
+inline bool decode_tape(const std::vector<Op>& ops) {
+  for (const auto& op : ops)
+    if (op.out->rows > cuda::kMaxDecodeRows) return false;
+  return true;
+}
+
 // Which outputs of a tape escape it: the caller still holds them (more references than the op's own and its
 // readers' in the tape), so they need memory that outlives the tape. One definition for the runner (pool
 // memory, the signature) and for the backend (where a decode step may be cut into pieces).

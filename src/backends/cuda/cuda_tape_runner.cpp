@@ -47,9 +47,7 @@ void TapeRunner::run(std::vector<Op>& tape, bool wait) {
   std::vector<Op> ops = std::move(tape);
   tape.clear();
   const int n_ops = static_cast<int>(ops.size());
-  bool decode = true;
-  for (const auto& op : ops)
-    if (op.out->rows > cuda::kMaxDecodeRows) decode = false;
+  const bool decode = decode_tape(ops);
   ++stats_.flushes;
 
   // Outputs the caller still holds get pool memory now (their pointers are part of the signature).

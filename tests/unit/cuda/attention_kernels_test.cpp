@@ -326,7 +326,7 @@ TEST(CudaKernels, DecodeAttentionMaxSplitsBoundsEveryLength) {
         const int s = attn_split_size(len, kv_heads);
         ASSERT_GE(s, kAttnMinSplit);
         ASSERT_LE(s, kAttnMaxSplit);
-        most = std::max(most, (len + s - 1) / s);
+        most = std::max(most, attn_split_count(len, kv_heads));
       }
       EXPECT_GE(decode_attention_max_splits(cap, kv_heads), most) << "kv_heads " << kv_heads << " cap " << cap;
       EXPECT_LE(decode_attention_max_splits(cap, kv_heads), std::max(most, (cap + 15) / 16)) << "not loose";

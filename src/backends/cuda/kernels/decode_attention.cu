@@ -369,7 +369,7 @@ __global__ void __launch_bounds__(64) decode_attention_combine_kernel(DecodeAttn
   pdl_launch();
   const int head = blockIdx.x, r = blockIdx.y, t = threadIdx.x, lane = t & 31;
   const int len = __ldcg(&a.rows[r].len);  // the dyn block: before the wait, through L2 (load_row_l2)
-  const int nsplit = (len + attn_split_size(len, a.kv_heads) - 1) / attn_split_size(len, a.kv_heads);
+  const int nsplit = attn_split_count(len, a.kv_heads);
   if (nsplit <= 1) return;
   const int D = a.head_dim, D4 = D / 4;
   const std::int64_t slot = static_cast<std::int64_t>(r) * a.heads + head;
@@ -415,7 +415,7 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks(DMAX)) decode_at
   sp.row = load_row_l2(a.rows + r);
   const int len = sp.row.len;
   sp.S = attn_split_size(len, a.kv_heads);
-  sp.nsplit = (len + sp.S - 1) / sp.S;
+  sp.nsplit = attn_split_count(len, a.kv_heads);
   // Grid (kv head, row, split): the blocks of the first splits, which every row has, are dispatched first
   // and the blocks past a row's splits (they exit before the wait: they read and write nothing) last.
   if (split >= sp.nsplit) return;

@@ -180,7 +180,12 @@ constexpr int attn_split_size(int len, int kv_heads) {
   const int s = (len + target - 1) / target;
   return s < kAttnMinSplit ? kAttnMinSplit : s > kAttnMaxSplit ? kAttnMaxSplit : s;
 }
-// An upper bound of ceil(len / attn_split_size(len)) over 1 <= len <= cap: ceil(cap / 64) past 64 splits
+// The splits of a row of `len` positions.
+constexpr int attn_split_count(int len, int kv_heads) {
+  const int s = attn_split_size(len, kv_heads);
+  return (len + s - 1) / s;
+}
+// An upper bound of attn_split_count(len) over 1 <= len <= cap: ceil(cap / 64) past 64 splits
 // of the target, else at most the target (and at most ceil(cap / 16)).
 constexpr int decode_attention_max_splits(int cap, int kv_heads) {
   const int target = (kAttnTargetBlocks + kv_heads - 1) / kv_heads;
