@@ -101,9 +101,9 @@ if [ "$SKIP_TESTS" = 0 ]; then
   grep -E '^\[ invariance \]|Failure|differs' "$OUT/invariance_tests.log" | head -40
   # The backend's tests again with every decode step cut into pieces at each layer boundary (the tests'
   # models are too small for the default of 64 ops a piece; docs/cuda.md, "Pieces").
-  export TF_CUDA_PIECE_OPS=4
+  export TF_CUDA_PIECE_OPS=4 TF_CUDA_PIECE_GROWTH=1
   run_tests 'CudaBackend.*:CudaInvariance.Backend*' piece_tests
-  unset TF_CUDA_PIECE_OPS
+  unset TF_CUDA_PIECE_OPS TF_CUDA_PIECE_GROWTH
   grep -E 'Failure|differs' "$OUT/piece_tests.log" | head -20
 fi
 

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -318,9 +319,15 @@ class CudaBackendImpl final : public CudaBackend {
   // ends before an rms_norm whose input is the one output of the tape that the caller holds: a layer
   // boundary, where the model holds only the residual stream. So the pieces' memory and graphs repeat
   // step after step, and no fusion is cut but the residual add's into that norm (the same bits: the add is
-  // one rounded addition either way). TF_CUDA_PIECE_OPS sets the least ops of a piece (0: whole tapes).
+  // one rounded addition either way). TF_CUDA_PIECE_OPS sets the least ops of a step's first piece (0: whole
+  // tapes), and each later piece is at least TF_CUDA_PIECE_GROWTH (default 4) times the one before: the host
+  // records an op ~15x faster than the GPU runs it, so once the first piece runs the host stays ahead with
+  // few, large pieces, and every boundary costs the GPU a few µs (no PDL across graphs, the add launched alone).
   void maybe_launch_piece(const Tensor& x) {
-    if (piece_ops_ <= 0 || static_cast<std::int64_t>(ops_.size()) < piece_ops_) return;
+    if (piece_ops_ <= 0) return;
+    std::int64_t least = piece_ops_;
+    for (int i = 0; i < runner_->queued() && least < (std::int64_t{1} << 40); ++i) least *= piece_growth_;
+    if (static_cast<std::int64_t>(ops_.size()) < least) return;
     auto* xa = dynamic_cast<Act*>(x.impl());
     if (xa == nullptr || !xa->pending) return;
     if (!decode_tape(ops_)) return;  // a prefill tape: one piece
@@ -332,6 +339,10 @@ class CudaBackendImpl final : public CudaBackend {
   const std::int64_t piece_ops_ = [] {
     const char* v = std::getenv("TF_CUDA_PIECE_OPS");
     return v != nullptr && *v != 0 ? std::atoll(v) : std::int64_t{64};
+  }();
+  const std::int64_t piece_growth_ = [] {
+    const char* v = std::getenv("TF_CUDA_PIECE_GROWTH");
+    return v != nullptr && *v != 0 ? std::max<std::int64_t>(1, std::atoll(v)) : std::int64_t{4};
   }();
 
   std::shared_ptr<Pool> pool_;

@@ -177,6 +177,29 @@ Fusion fuse(const std::vector<Op>& ops, const std::vector<char>& esc, bool decod
       gs.x_prepared = true;
     }
   }
+  // A decode attention read only by the very next step, a linear group on the integer kernel (the o
+  // projection), writes that group's x terms in its combine kernel (the same prepare function on the same
+  // values: the same bits) and the group skips its prepare launch (8B: 32 a token, 27B: 64). Nothing runs
+  // between them, so nothing else touches the scratch holding the terms.
+  if (decode) {
+    for (int sa = 0; sa + 1 < static_cast<int>(steps.size()); ++sa) {
+      Step& as = steps[static_cast<std::size_t>(sa)];
+      Step& gs = steps[static_cast<std::size_t>(sa + 1)];
+      if (as.type != Step::RopeAttend || as.dead || gs.type != Step::LinearGroup || gs.dead || gs.norm_step >= 0 ||
+          gs.x_prepared)
+        continue;
+      const int ai = as.ops[0];
+      const auto& rd = readers[static_cast<std::size_t>(ai)];
+      const bool sole = !rd.empty() && std::all_of(rd.begin(), rd.end(), [&](int r) {
+        return step_index[static_cast<std::size_t>(r)] == sa + 1;
+      });
+      const AttentionSpec& sp = ops[static_cast<std::size_t>(ai)].attn;
+      if (!sole || !cuda::attention_prepare_fusable(ops[static_cast<std::size_t>(gs.ops.front())].w, sp.heads, sp.head_dim))
+        continue;
+      as.prepares_next = true;
+      gs.x_prepared = true;
+    }
+  }
   return {std::move(steps), std::move(step_index), std::move(absorbed_by), std::move(readers)};
 }
 

@@ -16,7 +16,8 @@ struct Step {
   int norm_step = -1;  // a linear group: the (add +) rms_norm step it computes in its prologue
   bool dead = false;   // fused into a later step
   // An (add +) rms_norm step that writes the next step's x terms for the integer matmul instead of its
-  // normed rows (rms_norm_imma_prepare), and that linear group (which then skips its own prepare launch).
+  // normed rows (rms_norm_imma_prepare), or a decode attention step that writes them besides its output
+  // (DecodeAttnArgs::prepare_x), and that linear group (which then skips its own prepare launch).
   bool prepares_next = false;
   bool x_prepared = false;
 };

@@ -154,6 +154,12 @@ std::vector<Launch> build_launches(const std::vector<Op>& ops, const std::vector
           da.pos = pos;
           da.inv_freq = inv;
           da.interleaved = il;
+          if (st.prepares_next) {  // the o projection's x terms, written by the combine kernel
+            const Step& gs = steps[static_cast<std::size_t>(&st - steps.data()) + 1];
+            da.prepare_x = buffers.imma_scratch;
+            da.prepare_bytes = buffers.imma_scratch_bytes;
+            da.prepare_g64 = ops[static_cast<std::size_t>(gs.ops.front())].w.group == 64;
+          }
           emit_attention(i, qin, da);
           break;
         }

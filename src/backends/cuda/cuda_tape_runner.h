@@ -33,6 +33,8 @@ class TapeRunner {
   void run(std::vector<Op>& tape, bool wait = true);
   // Waits for everything queued on the stream (counted in the stats' wait time).
   void wait();
+  // Runs queued since the last wait() (a decode step's pieces so far).
+  int queued() const { return queued_; }
   // Graphs on (the default) replays a captured graph for every decode tape seen before.
   void set_graphs(bool on) { graphs_ = on; }
   const CudaBackendStats& stats() const { return stats_; }

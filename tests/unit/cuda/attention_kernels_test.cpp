@@ -316,6 +316,80 @@ TEST(CudaKernels, DecodeAttentionWithFreshRowsEqualsRopeKvWriteThenAttention) {
       }
 }
 
+// The attention that writes the o projection's x terms in its combine kernel (DecodeAttnArgs::prepare_x,
+// then decode_linear with x_prepared) gives the bits of the attention then decode_linear: its output and
+// the matmul's, at 1, 2, 3, 8 and 16 rows (the streaming and the blocked kernel), rows of one split and of
+// many, head sizes 128 and 256, groups of 64 and 32.
+TEST(CudaKernels, AttentionWritingXTermsEqualsAttentionThenMatmul) {
+  TF_NEED_GPU();
+  struct Shape {
+    int heads, kv_heads, d, group;
+    ElemType dt;
+  };
+  for (const Shape sh : {Shape{32, 8, 128, 64, ElemType::BF16}, Shape{24, 4, 256, 32, ElemType::F16}}) {
+    const int cap = 1024, K = sh.heads * sh.d, N = 320;
+    const HostW hw = make_weight(N, K, 4, sh.group, sh.dt);
+    DevW dw(hw);
+    ASSERT_TRUE(attention_prepare_fusable(dw.view, sh.heads, sh.d));
+    EXPECT_FALSE(attention_prepare_fusable(dw.view, sh.heads + 1, sh.d));
+    HostCache c(sh.kv_heads, cap, sh.d);
+    const std::size_t scratch = decode_linear_scratch_bytes(dw.view);
+    DevBuf<std::uint8_t> sc1(scratch), sc2(scratch);
+    for (int n : {1, 2, 3, 8, 16}) {
+      std::vector<AttnRow> rows(static_cast<std::size_t>(n));
+      for (int r = 0; r < n; ++r)  // lengths of one split (<= 16) and of many
+        rows[static_cast<std::size_t>(r)] = {const_cast<float*>(c.dk.p), const_cast<float*>(c.dv.p),
+                                             r % 3 == 0 ? 1 + 5 * r % 16 : 17 + 61 * r, cap, 0, 0};
+      const auto q = random_floats(static_cast<std::size_t>(n) * K);
+      DevBuf<float> dq(q), out1(q.size()), out2(q.size()), y1(static_cast<std::size_t>(n) * N), y2(y1.n);
+      DevBuf<AttnRow> drows(rows);
+      const int max_splits = decode_attention_max_splits(cap, sh.kv_heads);
+      DevBuf<float> work(decode_attention_work_floats(n, sh.heads, sh.d, max_splits));
+      out1.poison();
+      out2.poison();
+      y1.poison();
+      y2.poison();
+      DecodeAttnArgs a;
+      a.q = dq.p;
+      a.out = out1.p;
+      a.rows = drows.p;
+      a.n_rows = n;
+      a.heads = sh.heads;
+      a.kv_heads = sh.kv_heads;
+      a.head_dim = sh.d;
+      a.scale = 1.0f / std::sqrt(static_cast<float>(sh.d));
+      a.max_splits = max_splits;
+      a.work = work.p;
+      decode_attention(a, nullptr);
+      DecodeLinearArgs plain;
+      plain.x = out1.p;
+      plain.x_stride = K;
+      plain.rows = n;
+      plain.seg[0] = {dw.view, y1.p, N};
+      plain.imma_scratch = sc1.p;
+      plain.imma_scratch_bytes = scratch;
+      decode_linear(plain, nullptr);
+      a.out = out2.p;
+      a.prepare_x = sc2.p;
+      a.prepare_bytes = scratch;
+      a.prepare_g64 = sh.group == 64;
+      decode_attention(a, nullptr);
+      DecodeLinearArgs fused = plain;
+      fused.x = nullptr;
+      fused.x_prepared = true;
+      fused.seg[0].out = y2.p;
+      fused.imma_scratch = sc2.p;
+      decode_linear(fused, nullptr);
+      const std::string what = "d " + std::to_string(sh.d) + " rows " + std::to_string(n);
+      const auto o1 = out1.download(), o2 = out2.download(), w1 = y1.download(), w2 = y2.download();
+      EXPECT_TRUE(same_bits(o1.data(), o2.data(), o1.size())) << what << ": attention output";
+      EXPECT_TRUE(same_bits(w1.data(), w2.data(), w1.size())) << what << ": matmul output";
+      // Both start as the same NaN pattern: equal bits alone could mean neither was written.
+      EXPECT_TRUE(std::all_of(w2.begin(), w2.end(), [](float v) { return std::isfinite(v); })) << what;
+    }
+  }
+}
+
 // The grid bound the backend sizes the attention with: no length up to the cache's capacity has more splits
 // (host arithmetic only: runs without a GPU too).
 TEST(CudaKernels, DecodeAttentionMaxSplitsBoundsEveryLength) {

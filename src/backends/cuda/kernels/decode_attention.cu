@@ -46,10 +46,12 @@
 // and value for its kv head in the cache (the next call reads them there); no other block of the launch
 // reads that slot. The cost is one barrier a chunk and a sincosf per pair in a block that would otherwise
 // wait on the loads.
+#include <algorithm>
 #include <cfloat>
 #include <cstddef>
 
 #include "backends/cuda/kernels/common.cuh"
+#include "backends/cuda/kernels/decode_linear_imma_terms.cuh"
 #include "backends/cuda/kernels/rope_math.cuh"
 
 namespace tf::cuda {
@@ -363,45 +365,68 @@ __device__ __forceinline__ void attend_split(const DecodeAttnArgs& a, const Attn
 // out = O / L. Every thread loads its splits' partials at once (kCombineLoads at a time): one L2 round trip
 // after the wait for most rows, where a last-block combine inside the attention had a fence, an atomic and
 // one round trip per eight splits, all on one SM (session 9: 2.9 µs a layer of the 8B shape, 6.5 of the
-// 27B-class one). Rows of one split were written whole by the attention: their blocks exit.
+// 27B-class one). Rows of one split were written whole by the attention: their blocks exit, unless the
+// block also writes the next matmul's x terms (a.prepare_x): then it reads the row back, and each warp
+// prepares pairs of 64 of the head's output with prepare_row, the function every prepare path uses on the
+// same float values (decode_linear_imma_terms.cuh): the o projection's prepare launch is gone.
 constexpr int kCombineLoads = 16;
-__global__ void __launch_bounds__(64) decode_attention_combine_kernel(DecodeAttnArgs a) {
+constexpr int kCombineMaxThreads = 128;  // head_dim 256 with x terms: a warp per pair of 64
+__global__ void __launch_bounds__(kCombineMaxThreads) decode_attention_combine_kernel(DecodeAttnArgs a) {
   pdl_launch();
   const int head = blockIdx.x, r = blockIdx.y, t = threadIdx.x, lane = t & 31;
   const int len = __ldcg(&a.rows[r].len);  // the dyn block: before the wait, through L2 (load_row_l2)
   const int nsplit = attn_split_count(len, a.kv_heads);
-  if (nsplit <= 1) return;
+  const bool prepare = a.prepare_x != nullptr;
+  if (nsplit <= 1 && !prepare) return;
   const int D = a.head_dim, D4 = D / 4;
   const std::int64_t slot = static_cast<std::int64_t>(r) * a.heads + head;
-  const std::int64_t nslots = static_cast<std::int64_t>(a.n_rows) * a.heads * a.max_splits;
-  const float4* o4 = reinterpret_cast<const float4*>(a.work + slot * a.max_splits * D) + t;
-  const float2* ml = reinterpret_cast<const float2*>(a.work + nslots * D) + slot * a.max_splits;
-  pdl_wait();  // the partials come from the attention kernel
-  // M: a lane per split (max is exact in any order); every warp of the block finds the same M.
-  float M = -FLT_MAX;
-  for (int s = lane; s < nsplit; s += 32) M = fmaxf(M, __ldcg(ml + s).x);
-  M = warp_max(M);
-  if (t >= D4) return;
-  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-  float L = 0.0f;
-  for (int s0 = 0; s0 < nsplit; s0 += kCombineLoads) {
-    float4 ob[kCombineLoads];
-    float2 mb[kCombineLoads];
+  float4* out4 = reinterpret_cast<float4*>(a.out + slot * D);
+  __shared__ __align__(16) float xs[kMaxHeadDim];  // the head's output, for the x terms
+  pdl_wait();  // the partials (or the whole row) come from the attention kernel
+  if (nsplit <= 1) {
+    if (t < D4) reinterpret_cast<float4*>(xs)[t] = __ldcg(out4 + t);
+  } else {
+    const std::int64_t nslots = static_cast<std::int64_t>(a.n_rows) * a.heads * a.max_splits;
+    const float4* o4 = reinterpret_cast<const float4*>(a.work + slot * a.max_splits * D) + t;
+    const float2* ml = reinterpret_cast<const float2*>(a.work + nslots * D) + slot * a.max_splits;
+    // M: a lane per split (max is exact in any order); every warp of the block finds the same M.
+    float M = -FLT_MAX;
+    for (int s = lane; s < nsplit; s += 32) M = fmaxf(M, __ldcg(ml + s).x);
+    M = warp_max(M);
+    if (t < D4) {
+      float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+      float L = 0.0f;
+      for (int s0 = 0; s0 < nsplit; s0 += kCombineLoads) {
+        float4 ob[kCombineLoads];
+        float2 mb[kCombineLoads];
 #pragma unroll
-    for (int k = 0; k < kCombineLoads; ++k)
-      if (s0 + k < nsplit) {
-        ob[k] = __ldcg(o4 + static_cast<std::int64_t>(s0 + k) * D4);
-        mb[k] = __ldcg(ml + s0 + k);
-      }
+        for (int k = 0; k < kCombineLoads; ++k)
+          if (s0 + k < nsplit) {
+            ob[k] = __ldcg(o4 + static_cast<std::int64_t>(s0 + k) * D4);
+            mb[k] = __ldcg(ml + s0 + k);
+          }
 #pragma unroll
-    for (int k = 0; k < kCombineLoads; ++k)
-      if (s0 + k < nsplit) {  // in split order
-        const float f = expf(__fsub_rn(mb[k].x, M));
-        acc = fma4(f, ob[k], acc);
-        L = __fmaf_rn(f, mb[k].y, L);
+        for (int k = 0; k < kCombineLoads; ++k)
+          if (s0 + k < nsplit) {  // in split order
+            const float f = expf(__fsub_rn(mb[k].x, M));
+            acc = fma4(f, ob[k], acc);
+            L = __fmaf_rn(f, mb[k].y, L);
+          }
       }
+      const float4 o = div4(acc, L);
+      out4[t] = o;
+      reinterpret_cast<float4*>(xs)[t] = o;
+    }
   }
-  reinterpret_cast<float4*>(a.out + slot * D)[t] = div4(acc, L);
+  if (!prepare) return;
+  __syncthreads();
+  // The head's pairs of 64 in the matmul's input: pairs head * D / 64 .. + D / 64 - 1, row r of each.
+  const int pairs = D / 64, warps = static_cast<int>(blockDim.x >> 5);
+  auto* wx = static_cast<tiled::WarpX*>(a.prepare_x) + static_cast<std::int64_t>(head) * pairs;
+  for (int j = t >> 5; j < pairs; j += warps) {
+    if (a.prepare_g64) tiled::prepare_row<true>(xs + 64 * j, r, lane, wx[j]);
+    else tiled::prepare_row<false>(xs + 64 * j, r, lane, wx[j]);
+  }
 }
 
 template <int DMAX>
@@ -477,10 +502,17 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
     launch_pdl(decode_attention_kernel<128>, grid, dim3(kAttnThreads), 0, s, a);
   else
     launch_pdl(decode_attention_kernel<256>, grid, dim3(kAttnThreads), 0, s, a);
-  if (a.max_splits > 1)
+  if (a.prepare_x != nullptr &&
+      (a.head_dim % 64 != 0 || a.n_rows > kMaxDecodeRows ||
+       a.prepare_bytes < tiled::imma_scratch_bytes(static_cast<std::int64_t>(a.heads) * a.head_dim)))
+    throw std::invalid_argument("decode_attention: x terms need whole pairs of 64 a head, at most 16 rows, and the scratch");
+  if (a.max_splits > 1 || a.prepare_x != nullptr) {
+    // A float4 of head_dim a thread, in whole warps; with x terms also a warp per pair of 64 of the head
+    // (the pairs side by side: each is a chain of shuffles).
+    const int warps = std::max((a.head_dim / 4 + 31) / 32, a.prepare_x != nullptr ? a.head_dim / 64 : 1);
     launch_pdl(decode_attention_combine_kernel,
-               dim3(static_cast<unsigned int>(a.heads), static_cast<unsigned int>(a.n_rows)),
-               dim3(a.head_dim > 128 ? 64 : 32), 0, s, a);
+               dim3(static_cast<unsigned int>(a.heads), static_cast<unsigned int>(a.n_rows)), dim3(32 * warps), 0, s, a);
+  }
   check_launch("decode_attention");
 }
 

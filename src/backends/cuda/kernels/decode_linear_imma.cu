@@ -330,6 +330,11 @@ bool imma_norm_fusable(const WeightView& w, std::int64_t rows, std::int64_t cols
   return on && tiled::imma_eligible(w) && w.cols == cols && rows >= 1 && rows <= kMaxImmaNormRows && cols % 64 == 0;
 }
 
+bool attention_prepare_fusable(const WeightView& w, int heads, int head_dim) {
+  static const bool on = tiled::env_int("TF_CUDA_ATTN_PREPARE", 1) != 0;  // A/B runs
+  return on && tiled::imma_eligible(w) && w.cols == static_cast<std::int64_t>(heads) * head_dim && head_dim % 64 == 0;
+}
+
 void rms_norm_imma_prepare(const float* a, const float* b, float* sum_out, const float* weight, int rows,
                            std::int64_t cols, float eps, int group, void* imma_scratch, std::size_t scratch_bytes,
                            cudaStream_t s) {

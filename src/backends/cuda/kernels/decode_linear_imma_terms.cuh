@@ -68,40 +68,45 @@ struct WarpX {
 // (w & 0x0F0F0F0F) and its odd ones to 16 + 4j .. ((w >> 4) & 0x0F0F0F0F): slot s holds logical k =
 // 8 ((s & 15) >> 2) + 2 (s & 3) + (s >> 4), and B is written in that order.
 
-// x's terms for pair p (64 k) of every activation row (x in global or shared memory: plain loads), and per group and row 2^(e-20) and 2^(e-20) times
-// the sum of the quantized x (an exact integer, so both ways of preparing give the same bits): 1-2 rows by
-// the whole warp a row at a time, more by a lane per row. `wx` may live in shared memory (the matmul
-// preparing its own) or in global memory (imma_prepare_kernel, once per launch).
+// One activation row's terms for one pair (64 k at xp, plain loads: global or shared memory) into row `row`
+// of wx, by the whole warp (two values a lane), and per group 2^(e-20) and 2^(e-20) times the sum of the
+// quantized x. prepare_pair uses it for calls of 1-2 rows; the decode attention's combine kernel for the
+// row of a head it has just combined (the next matmul's terms, the same bits).
 template <bool G64>
-__device__ __forceinline__ void prepare_pair(const float* __restrict__ x, std::int64_t x_stride, int rows, std::int64_t p,
-                                             int lane, WarpX& wx) {
+__device__ __forceinline__ void prepare_row(const float* __restrict__ xp, int row, int lane, WarpX& wx) {
   // Lane L prepares slots 2L and 2L + 1 of the pair's 64 (unit L / 16): logical k0 and k0 + 2 of the pair.
   const int unit_l = lane >> 4, ss = (lane & 15) << 1;
   const int kk0 = unit_l * 32 + (((ss >> 2) & 3) << 3) + ((ss & 3) << 1) + (ss >> 4);
   constexpr int first_off = G64 ? 16 : 8;  // butterfly span: the whole pair (g64) or the lane's unit (g32)
+  const float x0 = xp[kk0], x1 = xp[kk0 + 2];
+  float m = fmaxf(fabsf(x0), fabsf(x1));
+#pragma unroll
+  for (int o = first_off; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  float deq;
+  const float up = group_scale(m, deq), up128 = __fmul_rn(up, 128.0f);
+  const unsigned q0 = three_terms(x0, up, up128), q1 = three_terms(x1, up, up128);
+  unsigned two[3];
+#pragma unroll
+  for (int term = 0; term < 3; ++term) {
+    two[term] = __byte_perm(q0, q1, 0x0040 + term * 0x0011) & 0xFFFFu;  // term of x0, term of x1
+    *reinterpret_cast<unsigned short*>(&wx.q[unit_l][term][row][ss]) = static_cast<unsigned short>(two[term]);
+  }
+  int sq = term_sum(two[0], two[1], two[2]);
+#pragma unroll
+  for (int o = first_off; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+  if ((lane & 15) == 0 && (unit_l == 0 || !G64)) wx.ex[unit_l][row] = make_float2(deq, __fmul_rn(deq, __int2float_rn(sq)));
+}
+
+// x's terms for pair p (64 k) of every activation row (x in global or shared memory: plain loads), and per
+// group and row 2^(e-20) and 2^(e-20) times the sum of the quantized x (an exact integer, so both ways of
+// preparing give the same bits): 1-2 rows by the whole warp a row at a time (prepare_row), more by a lane
+// per row. `wx` may live in shared memory (the matmul preparing its own) or in global memory
+// (imma_prepare_kernel, once per launch).
+template <bool G64>
+__device__ __forceinline__ void prepare_pair(const float* __restrict__ x, std::int64_t x_stride, int rows, std::int64_t p,
+                                             int lane, WarpX& wx) {
   if (rows <= 2) {
-    // Few rows: the whole warp on one row at a time, two values a lane.
-    for (int row = 0; row < rows; ++row) {
-      const float* xr = x + static_cast<std::int64_t>(row) * x_stride + p * 64 + kk0;
-      const float x0 = xr[0], x1 = xr[2];
-      float m = fmaxf(fabsf(x0), fabsf(x1));
-#pragma unroll
-      for (int o = first_off; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-      float deq;
-      const float up = group_scale(m, deq), up128 = __fmul_rn(up, 128.0f);
-      const unsigned q0 = three_terms(x0, up, up128), q1 = three_terms(x1, up, up128);
-      unsigned two[3];
-#pragma unroll
-      for (int term = 0; term < 3; ++term) {
-        two[term] = __byte_perm(q0, q1, 0x0040 + term * 0x0011) & 0xFFFFu;  // term of x0, term of x1
-        *reinterpret_cast<unsigned short*>(&wx.q[unit_l][term][row][ss]) = static_cast<unsigned short>(two[term]);
-      }
-      int sq = term_sum(two[0], two[1], two[2]);
-#pragma unroll
-      for (int o = first_off; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
-      if ((lane & 15) == 0 && (unit_l == 0 || !G64))
-        wx.ex[unit_l][row] = make_float2(deq, __fmul_rn(deq, __int2float_rn(sq)));
-    }
+    for (int row = 0; row < rows; ++row) prepare_row<G64>(x + static_cast<std::int64_t>(row) * x_stride + p * 64, row, lane, wx);
   } else {
     // Many rows: lane (r, j) takes row r (+ 8 on the second pass), values 8j .. 8j + 7 of both units,
     // and writes them straight into B's slots 4j.. (even k) and 16 + 4j.. (odd k).

@@ -207,8 +207,19 @@ struct DecodeAttnArgs {
   const std::int64_t* pos = nullptr;  // RoPE position of each row (device)
   const float* inv_freq = nullptr;    // head_dim / 2 angles per position (rope())
   bool interleaved = false;
+  // The next matmul's x terms (attention_prepare_fusable): with prepare_x set, the combine kernel also
+  // writes every row's output as the integer kernel's terms (groups of 64 when prepare_g64, else 32) into
+  // this scratch; that matmul then runs with DecodeLinearArgs::x_prepared. `out` is written all the same.
+  void* prepare_x = nullptr;
+  std::size_t prepare_bytes = 0;
+  bool prepare_g64 = true;
 };
 void decode_attention(const DecodeAttnArgs& a, cudaStream_t s);
+// Whether a decode attention with these heads can write the x terms of the decode_linear of weight w that
+// reads its output (and nothing else does): w on the integer kernel, K = heads * head_dim, whole pairs of 64
+// in a head. One launch a layer fewer (the prepare kernel), the same bits (the same prepare function on
+// the same float values). TF_CUDA_ATTN_PREPARE=0 turns it off (A/B runs).
+bool attention_prepare_fusable(const WeightView& w, int heads, int head_dim);
 // Sets kernel attributes (shared memory limits) once; the backend calls it before any graph capture.
 void prepare_decode_attention();
 std::size_t decode_attention_work_floats(int n_rows, int heads, int head_dim, int max_splits);
