@@ -2,7 +2,8 @@
 //
 // Decode attention. Each query row's cache is split into splits of S = attn_split_size(len, kv_heads)
 // positions (kernels.h: 16 to 64, about kAttnTargetBlocks blocks a row in all; split s covers positions
-// S s .. S s + S - 1), and one block of 256 threads handles one (split, kv head, row). That block serves
+// S s .. S s + S - 1), and one block of 256 threads handles one (split, kv head, row) (in calls of many rows,
+// a few splits of it in turn: decode_attention_kernel). That block serves
 // every query head of the GQA group of its kv head (a chunk of up to kGroupChunk = 8 of them at a time), so
 // the split's keys and values are read from memory once per kv head instead of once per query head, and a
 // GQA model's group size in query heads comes for free. S is a function of the row's length alone, so the
@@ -25,7 +26,7 @@
 // query head, and a second kernel (decode_attention_combine_kernel, a block per (query head, row), launched
 // with PDL right behind) combines them: M = max m_s, f_s = exp(m_s - M), L = sum f_s l_s and
 // O = sum f_s o_s, both in split order, out = O / L.
-// The grid is (kv head, row, split) so that the blocks that have work are dispatched first and the ones past
+// The grid is (kv head, row, splits) so that the blocks that have work are dispatched first and the ones past
 // a row's splits (they only read the row and exit, before the wait) last; only static shared memory (< 48 KiB).
 // Before its PDL wait a block reads its row (the dyn block, through L2) and takes the sines and cosines of
 // its query's rotation: the rotation then costs no memory round trip after the wait.
@@ -49,6 +50,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cstddef>
+#include <cstdlib>
 
 #include "backends/cuda/kernels/common.cuh"
 #include "backends/cuda/kernels/decode_linear_imma_terms.cuh"
@@ -131,7 +133,7 @@ struct AttnShared {
 // What a block knows before its wait.
 struct AttnSplit {
   AttnRow row;
-  int S, nsplit, p0, n;                       // split size, splits of the row, first position, positions
+  int S, nsplit, split, p0, n;                // split size, splits of the row, this split, first position, positions
   float rsn[kRopeAhead], rcs[kRopeAhead];     // the query rotation of items t + 256 j (first chunk)
 };
 
@@ -146,7 +148,7 @@ __device__ __forceinline__ void attend_split(const DecodeAttnArgs& a, const Attn
   constexpr int kItems = (kGroupChunk * C4 + kAttnThreads - 1) / kAttnThreads;  // (head, float4) outputs per thread
   static_assert(SP <= kAttnMaxSplit, "a split fits the score table");
 
-  const int kvh = blockIdx.x, r = blockIdx.y, split = blockIdx.z;
+  const int kvh = blockIdx.x, r = blockIdx.y, split = sp.split;
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   const AttnRow& row = sp.row;
   const int nsplit = sp.nsplit, p0 = sp.p0, n = sp.n;
@@ -429,23 +431,27 @@ __global__ void __launch_bounds__(kCombineMaxThreads) decode_attention_combine_k
   }
 }
 
+// Splits a block takes in turn (`per_block`, a function of the call's row count: decode_attention): one at
+// a few rows, where ~128 blocks a row fill the GPU; several in a verify call or a shared round of many
+// rows, whose blocks would otherwise run in many waves, each paying the block's fixed costs (the row, the
+// query's rotation, the query chunk). Each split is attend_split as before, with its own partials: the
+// same bits whatever the call.
 template <int DMAX>
-__global__ void __launch_bounds__(kAttnThreads, attn_min_blocks(DMAX)) decode_attention_kernel(DecodeAttnArgs a) {
+__global__ void __launch_bounds__(kAttnThreads, attn_min_blocks(DMAX)) decode_attention_kernel(DecodeAttnArgs a,
+                                                                                               int per_block) {
   __shared__ AttnShared<DMAX> sh;
   pdl_launch();
-  // Before the wait: the row, its split, and the sines and cosines of the query's rotation (the dyn block
+  // Before the wait: the row, its splits, and the sines and cosines of the query's rotation (the dyn block
   // and the weights; nothing an earlier kernel of the tape writes).
-  const int r = blockIdx.y, split = blockIdx.z, t = threadIdx.x;
+  const int r = blockIdx.y, first = blockIdx.z * per_block, t = threadIdx.x;
   AttnSplit sp;
   sp.row = load_row_l2(a.rows + r);
   const int len = sp.row.len;
   sp.S = attn_split_size(len, a.kv_heads);
   sp.nsplit = attn_split_count(len, a.kv_heads);
-  // Grid (kv head, row, split): the blocks of the first splits, which every row has, are dispatched first
+  // Grid (kv head, row, splits): the blocks of the first splits, which every row has, are dispatched first
   // and the blocks past a row's splits (they exit before the wait: they read and write nothing) last.
-  if (split >= sp.nsplit) return;
-  sp.p0 = split * sp.S;
-  sp.n = min(len - sp.p0, sp.S);
+  if (first >= sp.nsplit) return;
   if (a.k_new != nullptr) {
     const int half = a.head_dim / 2, nq = min(kGroupChunk, a.heads / a.kv_heads) * half;
     const float pr = static_cast<float>(__ldcg(reinterpret_cast<const long long*>(a.pos) + r));
@@ -456,12 +462,18 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks(DMAX)) decode_at
     }
   }
   pdl_wait();  // the cache (earlier calls, kv_write) and q, k, v come from earlier kernels
-  if (sp.S <= 16)
-    attend_split<DMAX, 16>(a, sp, sh);
-  else if (sp.S <= 32)
-    attend_split<DMAX, 8>(a, sp, sh);
-  else
-    attend_split<DMAX, 4>(a, sp, sh);
+  const int last = min(sp.nsplit, first + per_block);
+  for (sp.split = first; sp.split < last; ++sp.split) {
+    if (sp.split > first) __syncthreads();  // the previous split is done with the shared tables
+    sp.p0 = sp.split * sp.S;
+    sp.n = min(len - sp.p0, sp.S);
+    if (sp.S <= 16)
+      attend_split<DMAX, 16>(a, sp, sh);
+    else if (sp.S <= 32)
+      attend_split<DMAX, 8>(a, sp, sh);
+    else
+      attend_split<DMAX, 4>(a, sp, sh);
+  }
 }
 
 }  // namespace
@@ -483,6 +495,22 @@ std::size_t decode_attention_work_floats(int n_rows, int heads, int head_dim, in
   return static_cast<std::size_t>(n_rows) * heads * max_splits * (head_dim + 2);
 }
 
+namespace {
+// Splits a block takes in turn: one in calls of 1-2 rows, then one more for every 2 rows (16 rows: 8).
+// TF_CUDA_ATTN_LOOP_ROWS sets that count (16: one split a block always; A/B runs). H200, 27B-class shape
+// (session 10), one split a block -> this: 16-row verify 3.09-3.11x -> 2.99x a 1-row step, 8 and 16
+// streams' aggregate 879-882 -> 913 and 974-976 -> 1,011 tokens/s; every 2 rows a split more did better
+// than every 4 or 8 at 4, 8 and 16 rows.
+int attn_splits_per_block(int n_rows) {
+  static const int loop_rows = [] {
+    const char* v = std::getenv("TF_CUDA_ATTN_LOOP_ROWS");
+    const int x = v != nullptr ? std::atoi(v) : 0;
+    return x > 0 ? x : 2;
+  }();
+  return (n_rows + loop_rows - 1) / loop_rows;
+}
+}  // namespace
+
 void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
   if (a.n_rows <= 0) return;
   if (a.head_dim > kMaxHeadDim || a.head_dim <= 0 || a.head_dim % 4 != 0)
@@ -494,14 +522,15 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
   if (a.k_new != nullptr &&
       (a.v_new == nullptr || a.pos == nullptr || a.inv_freq == nullptr || a.n_rows > kMaxDecodeRows))
     throw std::invalid_argument("decode_attention: fresh rows need v_new, pos and inv_freq, and at most 16 rows");
+  const int per_block = attn_splits_per_block(a.n_rows);
   const dim3 grid(static_cast<unsigned int>(a.kv_heads), static_cast<unsigned int>(a.n_rows),
-                  static_cast<unsigned int>(a.max_splits));
+                  static_cast<unsigned int>((a.max_splits + per_block - 1) / per_block));
   if (a.head_dim <= 64)
-    launch_pdl(decode_attention_kernel<64>, grid, dim3(kAttnThreads), 0, s, a);
+    launch_pdl(decode_attention_kernel<64>, grid, dim3(kAttnThreads), 0, s, a, per_block);
   else if (a.head_dim <= 128)
-    launch_pdl(decode_attention_kernel<128>, grid, dim3(kAttnThreads), 0, s, a);
+    launch_pdl(decode_attention_kernel<128>, grid, dim3(kAttnThreads), 0, s, a, per_block);
   else
-    launch_pdl(decode_attention_kernel<256>, grid, dim3(kAttnThreads), 0, s, a);
+    launch_pdl(decode_attention_kernel<256>, grid, dim3(kAttnThreads), 0, s, a, per_block);
   if (a.prepare_x != nullptr &&
       (a.head_dim % 64 != 0 || a.n_rows > kMaxDecodeRows ||
        a.prepare_bytes < tiled::imma_scratch_bytes(static_cast<std::int64_t>(a.heads) * a.head_dim)))
