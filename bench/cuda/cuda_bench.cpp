@@ -538,7 +538,7 @@ int main(int argc, char** argv) {
     else if (a == "--quick") quick = true;
     else {
       std::fprintf(stderr,
-                   "usage: tf_cuda_bench [--section smollm2_shape|llama8b|class27b|verify27b|aggregate27b|aggregate_model|matmul|model|profile_smollm2|profile_8b|profile_27b_1|profile_27b_8]... [--model PATH] "
+                   "usage: tf_cuda_bench [--section smollm2_shape|llama8b|class27b|verify27b|aggregate_smollm2|aggregate27b|aggregate_model|matmul|model|profile_smollm2|profile_8b|profile_27b_1|profile_27b_8]... [--model PATH] "
                    "[--json FILE] [--quick]\n");
       return 2;
     }
@@ -571,6 +571,10 @@ int main(int argc, char** argv) {
         auto b = tf::make_cuda_backend();
         RandomLlama m(*b, class27b_shape(), 13);
         bench_decode(*b, m, "class27b_q4g64", 256, 64, bw, false);
+      } else if (sec == "aggregate_smollm2") {
+        auto b = tf::make_cuda_backend();
+        RandomLlama m(*b, smollm2_shape(), 11);
+        bench_aggregate_random(m, "smollm2_shape_random");
       } else if (sec == "aggregate27b") {
         auto b = tf::make_cuda_backend();
         RandomLlama m(*b, class27b_shape(), 13);

@@ -147,7 +147,7 @@ fi
 
 # ---- benchmarks (one process per section) ----
 if [ "$SKIP_BENCH" = 0 ]; then
-  SECTIONS="smollm2_shape llama8b class27b verify27b aggregate27b matmul"
+  SECTIONS="smollm2_shape llama8b class27b verify27b aggregate_smollm2 aggregate27b matmul"
   [ "$ONLY_MODEL_BENCH" = 1 ] && SECTIONS=""
   [ -n "$MODEL" ] && [ -f "$MODEL" ] && SECTIONS="model aggregate_model $SECTIONS"
   : >"$OUT/bench.log"

@@ -2,8 +2,8 @@
 //
 // Decode attention. Each query row's cache is split into splits of S = attn_split_size(len, kv_heads)
 // positions (kernels.h: 16 to 64, about kAttnTargetBlocks blocks a row in all; split s covers positions
-// S s .. S s + S - 1), and one block of 256 threads handles one (split, kv head, row) (in calls of many rows,
-// a few splits of it in turn: decode_attention_kernel). That block serves
+// S s .. S s + S - 1), and one block of 256 threads handles one (split, kv head, row) (in calls of more
+// rows, a few splits of it in turn: attn_splits_per_block). That block serves
 // every query head of the GQA group of its kv head (a chunk of up to kGroupChunk = 8 of them at a time), so
 // the split's keys and values are read from memory once per kv head instead of once per query head, and a
 // GQA model's group size in query heads comes for free. S is a function of the row's length alone, so the
@@ -431,24 +431,31 @@ __global__ void __launch_bounds__(kCombineMaxThreads) decode_attention_combine_k
   }
 }
 
-// Splits a block takes in turn (`per_block`, a function of the call's row count: decode_attention): one at
-// a few rows, where ~128 blocks a row fill the GPU; several in a verify call or a shared round of many
-// rows, whose blocks would otherwise run in many waves, each paying the block's fixed costs (the row, the
-// query's rotation, the query chunk). Each split is attend_split as before, with its own partials: the
-// same bits whatever the call.
+// Splits a block takes in turn. One in calls of 1-2 rows, where ~128 blocks a row fill the GPU; in calls of
+// more rows (verify windows, shared rounds) as many as keep the call's blocks near `call_blocks`, since
+// blocks past a wave or two each pay their fixed costs (the row, the query's rotation, the query chunk)
+// for little work. A function of the row's own split count and the call's shape; each split is
+// attend_split as before, with its own partials, so the bits are the same whatever a block takes.
+__device__ __forceinline__ int attn_splits_per_block(int nsplit, int kv_heads, int n_rows, int call_blocks) {
+  if (n_rows <= 2) return 1;
+  return (nsplit * kv_heads * n_rows + call_blocks - 1) / call_blocks;
+}
+
 template <int DMAX>
 __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks(DMAX)) decode_attention_kernel(DecodeAttnArgs a,
-                                                                                               int per_block) {
+                                                                                               int call_blocks) {
   __shared__ AttnShared<DMAX> sh;
   pdl_launch();
   // Before the wait: the row, its splits, and the sines and cosines of the query's rotation (the dyn block
   // and the weights; nothing an earlier kernel of the tape writes).
-  const int r = blockIdx.y, first = blockIdx.z * per_block, t = threadIdx.x;
+  const int r = blockIdx.y, t = threadIdx.x;
   AttnSplit sp;
   sp.row = load_row_l2(a.rows + r);
   const int len = sp.row.len;
   sp.S = attn_split_size(len, a.kv_heads);
   sp.nsplit = attn_split_count(len, a.kv_heads);
+  const int per_block = attn_splits_per_block(sp.nsplit, a.kv_heads, a.n_rows, call_blocks);
+  const int first = blockIdx.z * per_block;
   // Grid (kv head, row, splits): the blocks of the first splits, which every row has, are dispatched first
   // and the blocks past a row's splits (they exit before the wait: they read and write nothing) last.
   if (first >= sp.nsplit) return;
@@ -496,18 +503,19 @@ std::size_t decode_attention_work_floats(int n_rows, int heads, int head_dim, in
 }
 
 namespace {
-// Splits a block takes in turn: one in calls of 1-2 rows, then one more for every 2 rows (16 rows: 8).
-// TF_CUDA_ATTN_LOOP_ROWS sets that count (16: one split a block always; A/B runs). H200, 27B-class shape
-// (session 10), one split a block -> this: 16-row verify 3.09-3.11x -> 2.99x a 1-row step, 8 and 16
-// streams' aggregate 879-882 -> 913 and 974-976 -> 1,011 tokens/s; every 2 rows a split more did better
-// than every 4 or 8 at 4, 8 and 16 rows.
-int attn_splits_per_block(int n_rows) {
-  static const int loop_rows = [] {
-    const char* v = std::getenv("TF_CUDA_ATTN_LOOP_ROWS");
-    const int x = v != nullptr ? std::atoi(v) : 0;
-    return x > 0 ? x : 2;
+// The blocks a decode attention call of more than two rows aims at (attn_splits_per_block): within one wave
+// of resident blocks (132 SMs; attn_min_blocks: two an SM up to head_dim 128, one at 256), since a partial
+// second wave doubles the call's tail. H200, session 10, `tf_cuda_bench --quick` (one split a block as in
+// session 9 -> this target): 27B-class shape (head_dim 256) at 128 blocks: 16-row verify 3.07-3.08x ->
+// 2.99x a 1-row step, 8 / 16 streams 899-900 / 986-991 -> 924 / 1,016 tokens/s (192 blocks: 881 / 984-991,
+// 1.2 waves at 8 streams); SmolLM2 shape (head_dim 64) at 192: 8 / 16 streams 8,203-8,230 / 12,149-12,161 ->
+// 8,558-8,563 / 12,359-12,373 tokens/s (128: 8,015 / 11,330). TF_CUDA_ATTN_CALL_BLOCKS sets it (A/B runs).
+int attn_call_blocks(int head_dim) {
+  static const int forced = [] {
+    const char* v = std::getenv("TF_CUDA_ATTN_CALL_BLOCKS");
+    return v != nullptr ? std::max(0, std::atoi(v)) : 0;
   }();
-  return (n_rows + loop_rows - 1) / loop_rows;
+  return forced > 0 ? forced : head_dim > 128 ? 128 : 192;
 }
 }  // namespace
 
@@ -522,15 +530,16 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
   if (a.k_new != nullptr &&
       (a.v_new == nullptr || a.pos == nullptr || a.inv_freq == nullptr || a.n_rows > kMaxDecodeRows))
     throw std::invalid_argument("decode_attention: fresh rows need v_new, pos and inv_freq, and at most 16 rows");
-  const int per_block = attn_splits_per_block(a.n_rows);
+  // z: max_splits (a row taking one split a block needs that many); blocks past their row's share exit.
   const dim3 grid(static_cast<unsigned int>(a.kv_heads), static_cast<unsigned int>(a.n_rows),
-                  static_cast<unsigned int>((a.max_splits + per_block - 1) / per_block));
+                  static_cast<unsigned int>(a.max_splits));
+  const int cb = attn_call_blocks(a.head_dim);
   if (a.head_dim <= 64)
-    launch_pdl(decode_attention_kernel<64>, grid, dim3(kAttnThreads), 0, s, a, per_block);
+    launch_pdl(decode_attention_kernel<64>, grid, dim3(kAttnThreads), 0, s, a, cb);
   else if (a.head_dim <= 128)
-    launch_pdl(decode_attention_kernel<128>, grid, dim3(kAttnThreads), 0, s, a, per_block);
+    launch_pdl(decode_attention_kernel<128>, grid, dim3(kAttnThreads), 0, s, a, cb);
   else
-    launch_pdl(decode_attention_kernel<256>, grid, dim3(kAttnThreads), 0, s, a, per_block);
+    launch_pdl(decode_attention_kernel<256>, grid, dim3(kAttnThreads), 0, s, a, cb);
   if (a.prepare_x != nullptr &&
       (a.head_dim % 64 != 0 || a.n_rows > kMaxDecodeRows ||
        a.prepare_bytes < tiled::imma_scratch_bytes(static_cast<std::int64_t>(a.heads) * a.head_dim)))
