@@ -103,17 +103,7 @@ TEST(CudaKernels, DecodeAttentionSplitsAndGqa) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(sh.d));
     for (int rep = 0; rep < 2; ++rep) {  // twice: over the first run's partials, the same result
       out.poison();
-      DecodeAttnArgs a;
-      a.q = dq.p;
-      a.out = out.p;
-      a.rows = drows.p;
-      a.n_rows = n;
-      a.heads = sh.heads;
-      a.kv_heads = sh.kv_heads;
-      a.head_dim = sh.d;
-      a.scale = scale;
-      a.max_splits = max_splits;
-      a.work = work.p;
+      const DecodeAttnArgs a = attn_args(dq.p, out.p, drows.p, n, sh.heads, sh.kv_heads, sh.d, max_splits, work.p);
       decode_attention(a, nullptr);
       const auto got = out.download();
       for (int r = 0; r < n; ++r) {
@@ -280,19 +270,9 @@ TEST(CudaKernels, DecodeAttentionWithFreshRowsEqualsRopeKvWriteThenAttention) {
         for (int rep = 0; rep < 2; ++rep) {  // twice: over the first run's partials, the cache slots rewritten
           out1.poison();
           out2.poison();
-          DecodeAttnArgs a;
-          a.out = out1.p;
-          a.rows = dr1.p;
-          a.n_rows = n;
-          a.heads = sh.heads;
-          a.kv_heads = sh.kv_heads;
-          a.head_dim = d;
-          a.scale = 1.0f / std::sqrt(static_cast<float>(d));
-          a.max_splits = max_splits;
-          a.work = work.p;
           // Today's prefill path (and the decode path before the fusion): rope_kv_write, then attention.
           rope_kv_write(dq.p, dk.p, dv.p, qrot.p, dr1.p, dpos.p, dinv.p, il, n, sh.heads, sh.kv_heads, d, nullptr);
-          a.q = qrot.p;
+          DecodeAttnArgs a = attn_args(qrot.p, out1.p, dr1.p, n, sh.heads, sh.kv_heads, d, max_splits, work.p);
           decode_attention(a, nullptr);
           // The fused one: raw q, k and v.
           a.q = dq.p;
@@ -349,23 +329,9 @@ TEST(CudaKernels, AttentionWritingXTermsEqualsAttentionThenMatmul) {
       out2.poison();
       y1.poison();
       y2.poison();
-      DecodeAttnArgs a;
-      a.q = dq.p;
-      a.out = out1.p;
-      a.rows = drows.p;
-      a.n_rows = n;
-      a.heads = sh.heads;
-      a.kv_heads = sh.kv_heads;
-      a.head_dim = sh.d;
-      a.scale = 1.0f / std::sqrt(static_cast<float>(sh.d));
-      a.max_splits = max_splits;
-      a.work = work.p;
+      DecodeAttnArgs a = attn_args(dq.p, out1.p, drows.p, n, sh.heads, sh.kv_heads, sh.d, max_splits, work.p);
       decode_attention(a, nullptr);
-      DecodeLinearArgs plain;
-      plain.x = out1.p;
-      plain.x_stride = K;
-      plain.rows = n;
-      plain.seg[0] = {dw.view, y1.p, N};
+      DecodeLinearArgs plain = linear_args(out1.p, K, n, dw.view, y1.p, N);
       plain.imma_scratch = sc1.p;
       plain.imma_scratch_bytes = scratch;
       decode_linear(plain, nullptr);

@@ -242,6 +242,23 @@ inline DecodeLinearArgs linear_args(const float* x, std::int64_t k, int rows, co
   return a;
 }
 
+// A decode_attention call over n_rows rows (scale 1 / sqrt(head_dim)), with max_splits partials in work.
+inline DecodeAttnArgs attn_args(const float* q, float* out, const AttnRow* rows, int n_rows, int heads, int kv_heads,
+                                int head_dim, int max_splits, float* work) {
+  DecodeAttnArgs a;
+  a.q = q;
+  a.out = out;
+  a.rows = rows;
+  a.n_rows = n_rows;
+  a.heads = heads;
+  a.kv_heads = kv_heads;
+  a.head_dim = head_dim;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  a.max_splits = max_splits;
+  a.work = work;
+  return a;
+}
+
 inline bool same_bits(const float* a, const float* b, std::size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
 inline bool have_gpu() {

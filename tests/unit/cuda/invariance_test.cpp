@@ -144,18 +144,9 @@ TEST(CudaInvariance, DecodeAttentionBesideOtherStreams) {
       DevBuf<float> dq(q), out(q.size());
       DevBuf<AttnRow> drows(rows);
       out.poison();
-      DecodeAttnArgs a;
-      a.q = dq.p;
-      a.out = out.p;
-      a.rows = drows.p;
-      a.n_rows = static_cast<int>(rows.size());
-      a.heads = sh.heads;
-      a.kv_heads = sh.kv_heads;
-      a.head_dim = sh.d;
-      a.scale = 1.0f / std::sqrt(static_cast<float>(sh.d));
-      a.max_splits = max_splits;
-      a.work = work.p;
-      decode_attention(a, nullptr);
+      decode_attention(attn_args(dq.p, out.p, drows.p, static_cast<int>(rows.size()), sh.heads, sh.kv_heads, sh.d,
+                                 max_splits, work.p),
+                       nullptr);
       return out.download();
     };
     int checked = 0;
