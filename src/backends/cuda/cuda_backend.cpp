@@ -336,14 +336,8 @@ class CudaBackendImpl final : public CudaBackend {
       if (escapes[i] && ops_[i].out.get() != xa) return;  // the caller holds more than x
     runner_->run(ops_, /*wait=*/false);
   }
-  const std::int64_t piece_ops_ = [] {
-    const char* v = std::getenv("TF_CUDA_PIECE_OPS");
-    return v != nullptr && *v != 0 ? std::atoll(v) : std::int64_t{64};
-  }();
-  const std::int64_t piece_growth_ = [] {
-    const char* v = std::getenv("TF_CUDA_PIECE_GROWTH");
-    return v != nullptr && *v != 0 ? std::max<std::int64_t>(1, std::atoll(v)) : std::int64_t{4};
-  }();
+  const std::int64_t piece_ops_ = env_i64("TF_CUDA_PIECE_OPS", 64);
+  const std::int64_t piece_growth_ = std::max<std::int64_t>(1, env_i64("TF_CUDA_PIECE_GROWTH", 4));
 
   std::shared_ptr<Pool> pool_;
   std::size_t weight_bytes_ = 0;

@@ -93,10 +93,7 @@ class TapeRunner {
     return v == nullptr || std::string(v) != "0";
   }();
   // The widest norm (rows x cols) fused into a matmul; TF_CUDA_FUSE_NORM_MAX overrides it for A/B runs.
-  std::int64_t fuse_norm_max_ = [] {
-    const char* v = std::getenv("TF_CUDA_FUSE_NORM_MAX");
-    return v != nullptr && *v != 0 ? std::atoll(v) : std::int64_t{2048};
-  }();
+  std::int64_t fuse_norm_max_ = env_i64("TF_CUDA_FUSE_NORM_MAX", 2048);
   CudaBackendStats stats_;
   void* arena_ = nullptr;
   std::size_t arena_bytes_ = 0;

@@ -50,7 +50,6 @@
 #include <algorithm>
 #include <cfloat>
 #include <cstddef>
-#include <cstdlib>
 
 #include "backends/cuda/kernels/common.cuh"
 #include "backends/cuda/kernels/decode_linear_imma_terms.cuh"
@@ -511,10 +510,7 @@ namespace {
 // 1.2 waves at 8 streams); SmolLM2 shape (head_dim 64) at 192: 8 / 16 streams 8,203-8,230 / 12,149-12,161 ->
 // 8,558-8,563 / 12,359-12,373 tokens/s (128: 8,015 / 11,330). TF_CUDA_ATTN_CALL_BLOCKS sets it (A/B runs).
 int attn_call_blocks(int head_dim) {
-  static const int forced = [] {
-    const char* v = std::getenv("TF_CUDA_ATTN_CALL_BLOCKS");
-    return v != nullptr ? std::max(0, std::atoi(v)) : 0;
-  }();
+  static const int forced = std::max(0, tiled::env_int("TF_CUDA_ATTN_CALL_BLOCKS", 0));
   return forced > 0 ? forced : head_dim > 128 ? 128 : 192;
 }
 }  // namespace
