@@ -12,9 +12,9 @@ import collections
 import statistics
 import sys
 
-ROLES = (("decode_attention", "attention"), ("norm_prepare", "norm+x"), ("imma_prepare", "x_terms"),
-         ("rms_norm", "rms_norm"), ("greedy", "greedy"), ("embed", "embed"), ("add_kernel", "add"),
-         ("copy_kernel", "copy"))
+ROLES = (("attention_combine", "attn_combine"), ("decode_attention", "attention"), ("norm_prepare", "norm+x"),
+         ("imma_prepare", "x_terms"), ("rms_norm", "rms_norm"), ("greedy", "greedy"), ("embed", "embed"),
+         ("add_kernel", "add"), ("copy_kernel", "copy"))
 
 
 def role(name, i_stream, n_stream):

@@ -363,16 +363,20 @@ __device__ __forceinline__ void attend_split(const DecodeAttnArgs& a, const Attn
 
 // The splits' combine as a kernel of its own, a block per (query head, row) and a float4 of head_dim per
 // thread: M = max m_s, f_s = exp(m_s - M), L = sum f_s l_s and O = sum f_s o_s, both in split order,
-// out = O / L. Every thread loads its splits' partials at once (kCombineLoads at a time): one L2 round trip
-// after the wait for most rows, where a last-block combine inside the attention had a fence, an atomic and
-// one round trip per eight splits, all on one SM (session 9: 2.9 µs a layer of the 8B shape, 6.5 of the
-// 27B-class one). Rows of one split were written whole by the attention: their blocks exit, unless the
-// block also writes the next matmul's x terms (a.prepare_x): then it reads the row back, and each warp
-// prepares pairs of 64 of the head's output with prepare_row, the function every prepare path uses on the
-// same float values (decode_linear_imma_terms.cuh): the o projection's prepare launch is gone.
-constexpr int kCombineLoads = 16;
+// out = O / L. Every thread loads its splits' partials and their (m, l) at once (kCombineLoads at a time):
+// one L2 round trip after the wait for rows of up to kCombineLoads splits, where a last-block combine
+// inside the attention had a fence, an atomic and one round trip per eight splits, all on one SM (session
+// 9: 2.9 µs a layer of the 8B shape, 6.5 of the 27B-class one). Rows of one split were written whole by
+// the attention: their blocks exit, unless the block also writes the next matmul's x terms (a.prepare_x):
+// then it reads the row back, and each warp prepares pairs of 64 of the head's output with prepare_row,
+// the function every prepare path uses on the same float values (decode_linear_imma_terms.cuh): the o
+// projection's prepare launch is gone.
+// One round trip rather than a pass for M first (session 11, H200 trace, one machine): the combine's share
+// of the 8B step's critical path 98.7 -> 83.5 µs, of the 27B-class step's 263 -> 227 µs. 32 loads at once
+// take the 27B-class rows at ~300 positions (17-20 splits) too: 254 registers, no spills, 24-32 blocks.
+constexpr int kCombineLoads = 32;
 constexpr int kCombineMaxThreads = 128;  // head_dim 256 with x terms: a warp per pair of 64
-__global__ void __launch_bounds__(kCombineMaxThreads) decode_attention_combine_kernel(DecodeAttnArgs a) {
+__global__ void __launch_bounds__(kCombineMaxThreads) decode_attention_combine_kernel(DecodeAttnArgs a, int one_trip) {
   pdl_launch();
   const int head = blockIdx.x, r = blockIdx.y, t = threadIdx.x, lane = t & 31;
   const int len = __ldcg(&a.rows[r].len);  // the dyn block: before the wait, through L2 (load_row_l2)
@@ -390,10 +394,14 @@ __global__ void __launch_bounds__(kCombineMaxThreads) decode_attention_combine_k
     const std::int64_t nslots = static_cast<std::int64_t>(a.n_rows) * a.heads * a.max_splits;
     const float4* o4 = reinterpret_cast<const float4*>(a.work + slot * a.max_splits * D) + t;
     const float2* ml = reinterpret_cast<const float2*>(a.work + nslots * D) + slot * a.max_splits;
-    // M: a lane per split (max is exact in any order); every warp of the block finds the same M.
+    // M, the largest m (exact in any order): for rows of more than one_trip (kCombineLoads) splits a lane
+    // per split first, every warp of the block finding the same M; for the others from the registers of the
+    // one batch below, which loads the partials and the (m, l) pairs at once: one L2 round trip, not two.
     float M = -FLT_MAX;
-    for (int s = lane; s < nsplit; s += 32) M = fmaxf(M, __ldcg(ml + s).x);
-    M = warp_max(M);
+    if (nsplit > one_trip) {
+      for (int s = lane; s < nsplit; s += 32) M = fmaxf(M, __ldcg(ml + s).x);
+      M = warp_max(M);
+    }
     if (t < D4) {
       float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
       float L = 0.0f;
@@ -406,6 +414,11 @@ __global__ void __launch_bounds__(kCombineMaxThreads) decode_attention_combine_k
             ob[k] = __ldcg(o4 + static_cast<std::int64_t>(s0 + k) * D4);
             mb[k] = __ldcg(ml + s0 + k);
           }
+        if (nsplit <= one_trip) {
+#pragma unroll
+          for (int k = 0; k < kCombineLoads; ++k)
+            if (k < nsplit) M = fmaxf(M, mb[k].x);
+        }
 #pragma unroll
         for (int k = 0; k < kCombineLoads; ++k)
           if (s0 + k < nsplit) {  // in split order
@@ -544,8 +557,11 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
     // A float4 of head_dim a thread, in whole warps; with x terms also a warp per pair of 64 of the head
     // (the pairs side by side: each is a chain of shuffles).
     const int warps = std::max((a.head_dim / 4 + 31) / 32, a.prepare_x != nullptr ? a.head_dim / 64 : 1);
+    // TF_CUDA_ATTN_ONE_TRIP=0: M by a pass of its own for every row (A/B runs; the same bits).
+    static const int one_trip = tiled::env_int("TF_CUDA_ATTN_ONE_TRIP", 1) != 0 ? kCombineLoads : 0;
     launch_pdl(decode_attention_combine_kernel,
-               dim3(static_cast<unsigned int>(a.heads), static_cast<unsigned int>(a.n_rows)), dim3(32 * warps), 0, s, a);
+               dim3(static_cast<unsigned int>(a.heads), static_cast<unsigned int>(a.n_rows)), dim3(32 * warps), 0, s, a,
+               one_trip);
   }
   check_launch("decode_attention");
 }
