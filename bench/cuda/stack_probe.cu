@@ -1,9 +1,9 @@
-// Layer-stack read probe (docs/benchmarks.md, "Eighth session"): how long does one decode token's weight
-// stream of the 8B and 27B-class shapes take when nothing but the reads and the dependencies between
-// matrices remain? A token reads every layer's q/k/v, o, gate/up and down (codes and the tiled scale copy,
-// 0.5625 bytes a weight, as the benchmark's bound counts them) and the lm_head: 4.2 GB (8B) or 13.0 GB
-// (27B). A matrix may only be consumed once the step before it has finished (attention sits between q/k/v
-// and o), so the question is what a dependency costs:
+// Layer-stack read probe (docs/benchmarks.md, "Eighth session" and "Twelfth session"): how long does one
+// decode token's weight stream of the 8B and 27B-class shapes take when nothing but the reads and the
+// dependencies between matrices remain? A token reads every layer's q/k/v, o, gate/up and down (codes and
+// the tiled scale copy, 0.5625 bytes a weight, as the benchmark's bound counts them) and the lm_head: 4.2 GB
+// (8B) or 13.0 GB (27B). A matrix may only be consumed once the step before it has finished (attention sits
+// between q/k/v and o), so the question is what a dependency costs:
 //
 //   per-matrix kernels   one read kernel a matrix in a CUDA graph with programmatic dependent launch, D
 //                        loads a lane issued before griddepcontrol.wait: today's design;
@@ -11,7 +11,10 @@
 //                        after q/k/v, after an attention phase, after o, gate/up and down), loads of the
 //                        next matrix issued only after the barrier;
 //   persistent+ahead     the same, but each warp's first D loads of the next matrix are issued before it
-//                        arrives at the barrier (weights never depend on activations).
+//                        arrives at the barrier (weights never depend on activations);
+//   persistent+ring      one block an SM: a producer warp streams the block's share of every matrix into
+//                        a shared-memory ring with the bulk copy engine, a few copies in flight, never
+//                        waiting for a barrier; the consumer warps alone meet the barriers (session 12).
 //
 // The attention phase keeps 80 blocks busy for 0, 4 or 10 µs (a spin), as the real one takes time.
 //   tf_cuda_stack_probe [8b|27b]...   (both without arguments)
@@ -38,41 +41,39 @@ struct Stack {
   int n = 0;
 };
 
-// A sense-reversing grid barrier over one resident wave: the last block to arrive bumps the generation.
-__device__ void grid_barrier(unsigned* count, volatile unsigned* gen) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned g = *gen;
-    __threadfence();
-    if (atomicAdd(count, 1u) == gridDim.x - 1) {
-      *count = 0;
-      __threadfence();
-      *gen = g + 1;
-    } else {
-      while (*gen == g) {
-      }
-    }
-    __threadfence();
+// A grid barrier over one resident wave among `threads` threads of each block (from thread `first` on; named
+// barrier 1, so a ring's producer warp runs on): one release add to a counter that only grows (zeroed before
+// each launch), then acquire loads until every block has added for this barrier: no reset and no second
+// write by the last block. (Session 8's sense-reversing barrier, atomicAdd and a generation word with
+// __threadfence around them, cost the persistent variants ~0.7-0.8 µs a barrier more; docs/benchmarks.md.)
+__device__ void grid_barrier(unsigned* count, unsigned& target, int first, int threads) {
+  asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory");
+  target += gridDim.x;
+  if (static_cast<int>(threadIdx.x) == first) {
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
+    unsigned v;
+    do asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(count) : "memory");
+    while (v < target);
   }
-  __syncthreads();
+  asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory");
 }
 
 // Barriers before matrix m (m > 0): one after the previous matrix, and for an o projection (m % 4 == 1) a
 // second one after the attention phase, in which `attn_blocks` blocks spin for attn_ns.
-__device__ void dependency(int m, unsigned* count, volatile unsigned* gen, int attn_blocks, long long attn_ns) {
-  grid_barrier(count, gen);
+__device__ void dependency(int m, unsigned* count, unsigned& target, int first, int threads, int attn_blocks,
+                           long long attn_ns) {
+  grid_barrier(count, target, first, threads);
   if (m % 4 == 1) {
     if (static_cast<int>(blockIdx.x) < attn_blocks && attn_ns > 0) spin_ns(attn_ns);
-    grid_barrier(count, gen);
+    grid_barrier(count, target, first, threads);
   }
 }
 
 template <int D, bool AHEAD>
-__global__ void persistent_kernel(Stack st, unsigned* count, unsigned* gen, int attn_blocks, long long attn_ns,
-                                  unsigned* sink) {
+__global__ void persistent_kernel(Stack st, unsigned* count, int attn_blocks, long long attn_ns, unsigned* sink) {
   const long long warp = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5;
   const int lane = static_cast<int>(threadIdx.x & 31);
-  unsigned acc = 0;
+  unsigned acc = 0, target = 0;
   int m = 0;        // the matrix being read
   long long s = 0;  // its next warp-load
   uint4 cur[D];
@@ -94,7 +95,7 @@ __global__ void persistent_kernel(Stack st, unsigned* count, unsigned* gen, int 
     for (int i = 0; i < D; ++i) acc ^= cur[i].x ^ cur[i].y ^ cur[i].z ^ cur[i].w;
     if (!more) break;
     if (nm != m) {
-      dependency(nm, count, gen, attn_blocks, attn_ns);
+      dependency(nm, count, target, 0, static_cast<int>(blockDim.x), attn_blocks, attn_ns);
       if (!AHEAD) load(nxt, nm, ns);
     }
     m = nm, s = ns;
@@ -128,6 +129,118 @@ __global__ void matrix_kernel(const uint4* __restrict__ src, long long steps, un
     for (int i = 0; i < D; ++i) cur[i] = nxt[i];
   }
   if (acc == 0x12345678u) *sink = acc;
+}
+
+// Persistent with a weight ring: the weights never depend on activations, so one producer warp a block
+// streams the block's share of every matrix, in order, into a ring of shared-memory stages with the bulk
+// copy engine (cp.async.bulk completing on an mbarrier), waiting only for a free stage and for the copy
+// `inflight` places back to land (more in flight only queues); the consumer warps take each stage as it
+// fills and alone meet the grid barriers and the attention phase. The ring keeps the block's reads going
+// through a dependency as far as its stages reach (one SM streams ~32 GB/s: a 192 KB ring holds ~6 µs).
+struct Ring {
+  const char* base[kMaxMatrices];
+  long long bytes[kMaxMatrices];  // per block, a multiple of 16
+  int n = 0;
+};
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile(
+      "{\n .reg .pred p;\n W%=:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra W%=;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+#endif
+}
+
+__device__ __forceinline__ unsigned long long now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// stall[0]: ns the producers waited to issue a copy (a free stage, or fewer than `inflight` outstanding),
+// stall[1]: ns the consumers waited for a full stage, stall[2]: ns they spent at the barriers (attention
+// phases included); each summed over blocks. deps = 0 drops the barriers and the attention phase.
+__global__ void ring_kernel(Ring r, int stages, int chunk, unsigned* count, int attn_blocks, long long attn_ns,
+                            unsigned* sink, int deps, int inflight, unsigned long long* stall) {
+#if __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(128) unsigned char smem[];
+  unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + static_cast<size_t>(stages) * chunk);
+  unsigned long long* empty = full + stages;
+  const int consumer_warps = static_cast<int>(blockDim.x / 32) - 1;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < stages; ++i) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(full + i)));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(empty + i)), "r"(consumer_warps));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x < 32) {  // the producer
+    if (threadIdx.x != 0) return;
+    unsigned long long waited = 0;
+    int st = 0, lag_st = 0;
+    unsigned phase = 0, lag_phase = 0;  // of stage st, and of the copy `inflight` behind
+    long long issued = 0;
+    for (int m = 0; m < r.n; ++m) {
+      const char* src = r.base[m] + blockIdx.x * r.bytes[m];
+      for (long long off = 0; off < r.bytes[m]; off += chunk, ++issued) {
+        const unsigned long long t0 = now_ns();
+        mbar_wait(smem_addr(empty + st), phase ^ 1u);
+        if (inflight > 0 && issued >= inflight) {  // at most `inflight` copies outstanding
+          mbar_wait(smem_addr(full + lag_st), lag_phase);
+          if (++lag_st == stages) lag_st = 0, lag_phase ^= 1u;
+        }
+        waited += now_ns() - t0;
+        const unsigned n = static_cast<unsigned>(r.bytes[m] - off < chunk ? r.bytes[m] - off : chunk);
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(full + st)), "r"(n)
+                     : "memory");
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                smem_addr(smem + static_cast<size_t>(st) * chunk)),
+            "l"(src + off), "r"(n), "r"(smem_addr(full + st))
+            : "memory");
+        if (++st == stages) st = 0, phase ^= 1u;
+      }
+    }
+    atomicAdd(stall, waited);
+    return;
+  }
+  const int consumers = consumer_warps * 32;
+  const int t = static_cast<int>(threadIdx.x) - 32;
+  unsigned acc = 0, target = 0;
+  unsigned long long waited = 0, at_barriers = 0;
+  int st = 0;
+  unsigned phase = 0;
+  for (int m = 0; m < r.n; ++m) {
+    if (m > 0 && deps) {  // the dependencies of the per-matrix and persistent variants
+      const unsigned long long t0 = t == 0 ? now_ns() : 0;
+      dependency(m, count, target, 32, consumers, attn_blocks, attn_ns);
+      if (t == 0) at_barriers += now_ns() - t0;
+    }
+    for (long long off = 0; off < r.bytes[m]; off += chunk) {
+      const unsigned long long t0 = t == 0 ? now_ns() : 0;
+      mbar_wait(smem_addr(full + st), phase);
+      if (t == 0) waited += now_ns() - t0;
+      const int n = static_cast<int>(r.bytes[m] - off < chunk ? r.bytes[m] - off : chunk) / 16;
+      const uint4* v = reinterpret_cast<const uint4*>(smem + static_cast<size_t>(st) * chunk);
+      for (int i = t; i < n; i += consumers) {
+        const uint4 w = v[i];
+        acc ^= w.x ^ w.y ^ w.z ^ w.w;
+      }
+      __syncwarp();
+      if ((t & 31) == 0)
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(empty + st)) : "memory");
+      if (++st == stages) st = 0, phase ^= 1u;
+    }
+  }
+  if (t == 0) atomicAdd(stall + 1, waited), atomicAdd(stall + 2, at_barriers);
+  if (acc == 0x12345678u) *sink = acc;
+#endif
 }
 
 __global__ void attn_spin_kernel(long long ns) {
@@ -185,12 +298,12 @@ int probe(const Shape& sh, int sms) {
   unsigned *sink = nullptr, *bar = nullptr;
   const size_t alloc = static_cast<size_t>(total_bytes) + (64ull << 20);
   if (cudaMalloc(&buf, alloc) != cudaSuccess || cudaMalloc(&sink, 4) != cudaSuccess ||
-      cudaMalloc(&bar, 8) != cudaSuccess) {
+      cudaMalloc(&bar, 64) != cudaSuccess) {
     std::fprintf(stderr, "tf_cuda_stack_probe: no device memory\n");
     return 1;
   }
   cudaMemset(buf, 1, alloc);
-  cudaMemset(bar, 0, 8);
+  cudaMemset(bar, 0, 64);
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   cudaEvent_t ea, eb;
@@ -280,11 +393,9 @@ int probe(const Shape& sh, int sms) {
       const int blocks = sms * per_sm_blocks;
       const double us = time_us(
           [&] {
-            void* args[] = {const_cast<Stack*>(&st), &bar, nullptr, nullptr, &attn_ns, &sink};
-            unsigned* gen = bar + 1;
             int attn_blocks = 80;
-            args[2] = &gen;
-            args[3] = &attn_blocks;
+            void* args[] = {const_cast<Stack*>(&st), &bar, &attn_blocks, &attn_ns, &sink};
+            cudaMemsetAsync(bar, 0, 4, stream);  // the barrier counter
             cudaLaunchCooperativeKernel(reinterpret_cast<void*>(persistent_kernel<D, A>), dim3(blocks), dim3(threads),
                                         args, 0, stream);
           },
@@ -299,6 +410,47 @@ int probe(const Shape& sh, int sms) {
       persistent(std::integral_constant<int, 4>{}, std::false_type{}, w);
       persistent(std::integral_constant<int, 4>{}, std::true_type{}, w);
       persistent(std::integral_constant<int, 8>{}, std::true_type{}, w);
+    }
+    // Persistent with the weight ring: one block an SM, a producer warp and 8 consumer warps.
+    // {ring KB, copy KB, copies in flight (0: as many as the ring holds), consumer warps, barriers}
+    const int cfgs[][5] = {{192, 16, 0, 8, 1},  {192, 16, 2, 8, 1}, {192, 16, 3, 8, 1}, {192, 16, 4, 8, 1},
+                           {192, 16, 3, 16, 1}, {192, 32, 2, 8, 1}, {96, 16, 3, 8, 1},  {192, 16, 3, 8, 0}};
+    for (const auto& c : cfgs) {
+      const int kb = c[0], chunk = c[1] << 10, inflight = c[2], cw = c[3], deps = c[4];
+      if (!deps && attn_ns > 0) continue;
+      const int stages = (kb << 10) / chunk, threads = 32 * (1 + cw);
+      const size_t shm = static_cast<size_t>(stages) * chunk + 16 * stages;
+      cudaFuncSetAttribute(ring_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shm));
+      Ring rg;
+      double read = 0;
+      size_t off = 0;
+      for (double b : bytes) {
+        rg.base[rg.n] = buf + off;
+        rg.bytes[rg.n] = static_cast<long long>(b / sms) / 16 * 16;
+        read += static_cast<double>(rg.bytes[rg.n++]) * sms;
+        off += (static_cast<size_t>(b) + 4095) / 4096 * 4096;
+      }
+      // bar[0]: the barrier counter; bar[2..7]: the stall sums.
+      unsigned long long* stall = reinterpret_cast<unsigned long long*>(bar + 2);
+      const int reps = 20;
+      int attn_blocks = 80;
+      const double us = time_us(
+          [&] {
+            cudaMemsetAsync(bar, 0, 32, stream);
+            void* args[] = {&rg,        const_cast<int*>(&stages), const_cast<int*>(&chunk), &bar,
+                            &attn_blocks, &attn_ns,                 &sink,                    const_cast<int*>(&deps),
+                            const_cast<int*>(&inflight), &stall};
+            cudaLaunchCooperativeKernel(reinterpret_cast<void*>(ring_kernel), dim3(sms), dim3(threads), args, shm,
+                                        stream);
+          },
+          reps);
+      unsigned long long st[3] = {0, 0, 0};
+      cudaMemcpy(st, stall, 24, cudaMemcpyDeviceToHost);
+      std::printf(
+          "persistent, weight ring of %3d KB an SM (copies of %2d KB, %2d in flight), %2d consumer warps%s: %7.1f us, "
+          "%.2f TB/s; a block: %.0f us to issue, %.0f us for a full stage, %.0f us at barriers\n",
+          kb, chunk >> 10, inflight ? inflight : stages, cw, deps ? "" : ", no barriers", us, read / us / 1e6,
+          st[0] / 1e3 / sms, st[1] / 1e3 / sms, st[2] / 1e3 / sms);
     }
   }
   const cudaError_t err = cudaGetLastError();
