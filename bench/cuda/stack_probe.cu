@@ -16,6 +16,10 @@
 //                        a shared-memory ring with the bulk copy engine, a few copies in flight, never
 //                        waiting for a barrier; the consumer warps alone meet the barriers (session 12).
 //
+// Every variant reads the same bytes, the whole matrices to within a batch of warp-loads each (before
+// session 12 the per-warp share was rounded down: the per-matrix variant read 86% of the 8B bytes, the
+// persistent ones other fractions, so their µs were not comparable). Each variant either folds the words
+// (reads only) or does a stand-in of the integer matmul's arithmetic on them (`matmul_unit`).
 // The attention phase keeps 80 blocks busy for 0, 4 or 10 µs (a spin), as the real one takes time.
 //   tf_cuda_stack_probe [8b|27b]...   (both without arguments)
 #include <cuda_runtime.h>
@@ -34,12 +38,64 @@ using tf::bench::spin_ns;
 
 constexpr int kMaxMatrices = 64 * 4 + 1;
 
+// What the integer decode matmul (decode_linear_imma_stream.cu) does with 512 bytes of 4-bit codes, a warp
+// a unit of 16 rows x 64 k at one activation row: the codes' even and odd nibbles as two u8 A fragments,
+// six mma.m16n8k32 against x's three int8 terms (TERMS = 3; 2: the two-term variant docs/cuda.md proposes),
+// the terms' sums combined and scaled into four float outputs a lane. The x terms and scales are stand-ins
+// (registers, not loads): the arithmetic's pace, not its values, is what the variants are timed on.
+// The mma is not volatile, so the compiler may interleave the independent ones.
+__device__ __forceinline__ void mma_u8s8(int (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm(
+      "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <int TERMS>
+__device__ __forceinline__ void matmul_unit(const uint4 w, int lane, float (&out)[4]) {
+  const unsigned lo[4] = {w.x & 0x0F0F0F0Fu, w.y & 0x0F0F0F0Fu, w.z & 0x0F0F0F0Fu, w.w & 0x0F0F0F0Fu};
+  const unsigned hi[4] = {(w.x >> 4) & 0x0F0F0F0Fu, (w.y >> 4) & 0x0F0F0F0Fu, (w.z >> 4) & 0x0F0F0F0Fu,
+                          (w.w >> 4) & 0x0F0F0F0Fu};
+  const unsigned b = 0x01010101u * static_cast<unsigned>(lane);
+  int d[3][4] = {};
+#pragma unroll
+  for (int term = 0; term < TERMS; ++term) mma_u8s8(d[term], lo, b + term, b ^ term);
+#pragma unroll
+  for (int term = 0; term < TERMS; ++term) mma_u8s8(d[term], hi, b - term, b | term);
+  const float scale = __uint_as_float(0x3c000000u | (w.x & 0xFFFFu)), bias = __uint_as_float(0x3b000000u | w.y >> 16);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int sum = d[0][i] * 16384 + d[1][i] * 128 + d[2][i];
+    out[i] = __fmaf_rn(scale, static_cast<float>(sum), __fmaf_rn(bias, 0.5f, out[i]));
+  }
+}
+
+// A warp-load's 512 bytes consumed: folded into acc (TERMS = 0), or as a matmul unit into out.
+template <int TERMS>
+__device__ __forceinline__ void consume(const uint4& w, int lane, unsigned& acc, float (&out)[4]) {
+  if constexpr (TERMS == 0)
+    acc ^= w.x ^ w.y ^ w.z ^ w.w;
+  else
+    matmul_unit<TERMS>(w, lane, out);
+}
+
 // The token's matrices in order: a base pointer and the warp-loads (512 bytes) each warp reads of it.
 struct Stack {
   const uint4* base[kMaxMatrices];
   long long steps[kMaxMatrices];  // per warp, a multiple of the batch
+  long long extra[kMaxMatrices];  // warps 0 .. extra - 1 read one batch more: the whole matrix is read
+  int batch = 1;
   int n = 0;
 };
+
+// Warp w's share of matrix m: its first warp-load and how many it reads.
+__device__ __forceinline__ long long warp_first(const Stack& st, int m, long long w) {
+  return w * st.steps[m] + (w < st.extra[m] ? w : st.extra[m]) * st.batch;
+}
+__device__ __forceinline__ long long warp_steps(const Stack& st, int m, long long w) {
+  return st.steps[m] + (w < st.extra[m] ? st.batch : 0);
+}
 
 // A grid barrier over one resident wave among `threads` threads of each block (from thread `first` on; named
 // barrier 1, so a ring's producer warp runs on): one release add to a counter that only grows (zeroed before
@@ -69,16 +125,17 @@ __device__ void dependency(int m, unsigned* count, unsigned& target, int first, 
   }
 }
 
-template <int D, bool AHEAD>
+template <int D, bool AHEAD, int TERMS>
 __global__ void persistent_kernel(Stack st, unsigned* count, int attn_blocks, long long attn_ns, unsigned* sink) {
   const long long warp = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5;
   const int lane = static_cast<int>(threadIdx.x & 31);
   unsigned acc = 0, target = 0;
+  float out[2][4] = {};
   int m = 0;        // the matrix being read
   long long s = 0;  // its next warp-load
   uint4 cur[D];
   auto load = [&](uint4(&v)[D], int mm, long long ss) {
-    const uint4* p = st.base[mm] + (warp * st.steps[mm] + ss) * 32 + lane;
+    const uint4* p = st.base[mm] + (warp_first(st, mm, warp) + ss) * 32 + lane;
 #pragma unroll
     for (int i = 0; i < D; ++i) v[i] = load_stream(p + i * 32);
   };
@@ -87,12 +144,12 @@ __global__ void persistent_kernel(Stack st, unsigned* count, int attn_blocks, lo
     // The next batch: the rest of this matrix, or the first loads of the next one.
     int nm = m;
     long long ns = s + D;
-    if (ns >= st.steps[m]) nm = m + 1, ns = 0;
+    if (ns >= warp_steps(st, m, warp)) nm = m + 1, ns = 0;
     const bool more = nm < st.n;
     uint4 nxt[D];
     if (more && (AHEAD || nm == m)) load(nxt, nm, ns);
 #pragma unroll
-    for (int i = 0; i < D; ++i) acc ^= cur[i].x ^ cur[i].y ^ cur[i].z ^ cur[i].w;
+    for (int i = 0; i < D; ++i) consume<TERMS>(cur[i], lane, acc, out[i & 1]);
     if (!more) break;
     if (nm != m) {
       dependency(nm, count, target, 0, static_cast<int>(blockDim.x), attn_blocks, attn_ns);
@@ -102,17 +159,22 @@ __global__ void persistent_kernel(Stack st, unsigned* count, int attn_blocks, lo
 #pragma unroll
     for (int i = 0; i < D; ++i) cur[i] = nxt[i];
   }
+  for (int i = 0; i < 8; ++i) acc ^= __float_as_uint(out[i >> 2][i & 3]);
   if (acc == 0x12345678u) *sink = acc;  // keeps the loads; never true for the fill pattern
 }
 
-// Today's design, reduced to its reads: D loads a lane before griddepcontrol.wait, the rest after, 2D in
-// flight as in the persistent kernel.
-template <int D>
-__global__ void matrix_kernel(const uint4* __restrict__ src, long long steps, unsigned* sink) {
+// Today's design, reduced to its reads (or with the matmul's arithmetic): D loads a lane before
+// griddepcontrol.wait, the rest after, 2D in flight as in the persistent kernel; 32 warps an SM.
+template <int D, int TERMS>
+__global__ void __launch_bounds__(256, 4)
+    matrix_kernel(const uint4* __restrict__ src, long long steps, long long extra, unsigned* sink) {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const long long warp = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5;
-  const uint4* p = src + warp * steps * 32 + (threadIdx.x & 31);
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const uint4* p = src + (warp * steps + (warp < extra ? warp : extra) * D) * 32 + lane;
+  if (warp < extra) steps += D;
   unsigned acc = 0;
+  float out[2][4] = {};
   uint4 cur[D], nxt[D];
 #pragma unroll
   for (int i = 0; i < D; ++i) cur[i] = load_stream(p + i * 32);
@@ -123,11 +185,12 @@ __global__ void matrix_kernel(const uint4* __restrict__ src, long long steps, un
 #pragma unroll
       for (int i = 0; i < D; ++i) nxt[i] = load_stream(p + (s + D + i) * 32);
 #pragma unroll
-    for (int i = 0; i < D; ++i) acc ^= cur[i].x ^ cur[i].y ^ cur[i].z ^ cur[i].w;
+    for (int i = 0; i < D; ++i) consume<TERMS>(cur[i], lane, acc, out[i & 1]);
     if (!more) break;
 #pragma unroll
     for (int i = 0; i < D; ++i) cur[i] = nxt[i];
   }
+  for (int i = 0; i < 8; ++i) acc ^= __float_as_uint(out[i >> 2][i & 3]);
   if (acc == 0x12345678u) *sink = acc;
 }
 
@@ -166,7 +229,7 @@ __device__ __forceinline__ unsigned long long now_ns() {
 // stall[1]: ns the consumers waited for a full stage, stall[2]: ns they spent at the barriers (attention
 // phases included); each summed over blocks. deps = 0 drops the barriers and the attention phase.
 __global__ void ring_kernel(Ring r, int stages, int chunk, unsigned* count, int attn_blocks, long long attn_ns,
-                            unsigned* sink, int deps, int inflight, unsigned long long* stall) {
+                            unsigned* sink, int deps, int inflight, int work, unsigned long long* stall) {
 #if __CUDA_ARCH__ >= 900
   extern __shared__ __align__(128) unsigned char smem[];
   unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + static_cast<size_t>(stages) * chunk);
@@ -213,6 +276,7 @@ __global__ void ring_kernel(Ring r, int stages, int chunk, unsigned* count, int 
   const int consumers = consumer_warps * 32;
   const int t = static_cast<int>(threadIdx.x) - 32;
   unsigned acc = 0, target = 0;
+  float out[4] = {0.0f, 0.0f, 0.0f, 0.0f}, out2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   unsigned long long waited = 0, at_barriers = 0;
   int st = 0;
   unsigned phase = 0;
@@ -228,9 +292,21 @@ __global__ void ring_kernel(Ring r, int stages, int chunk, unsigned* count, int 
       if (t == 0) waited += now_ns() - t0;
       const int n = static_cast<int>(r.bytes[m] - off < chunk ? r.bytes[m] - off : chunk) / 16;
       const uint4* v = reinterpret_cast<const uint4*>(smem + static_cast<size_t>(st) * chunk);
-      for (int i = t; i < n; i += consumers) {
-        const uint4 w = v[i];
-        acc ^= w.x ^ w.y ^ w.z ^ w.w;
+      if (work == 0) {
+        for (int i = t; i < n; i += consumers) {
+          const uint4 w = v[i];
+          acc ^= w.x ^ w.y ^ w.z ^ w.w;
+        }
+      } else {
+        // Two units at a time into separate outputs: two independent chains a warp, as an unrolled kernel
+        // would keep (one chain at a time left the consumers waiting on their own latency).
+        for (int u = t >> 5; u * 32 < n; u += 2 * consumer_warps) {
+          const int u2 = u + consumer_warps;
+          const uint4 w0 = v[u * 32 + (t & 31)];
+          const uint4 w1 = u2 * 32 < n ? v[u2 * 32 + (t & 31)] : make_uint4(0, 0, 0, 0);
+          if (work == 3) matmul_unit<3>(w0, t & 31, out), matmul_unit<3>(w1, t & 31, out2);
+          if (work == 2) matmul_unit<2>(w0, t & 31, out), matmul_unit<2>(w1, t & 31, out2);
+        }
       }
       __syncwarp();
       if ((t & 31) == 0)
@@ -239,6 +315,7 @@ __global__ void ring_kernel(Ring r, int stages, int chunk, unsigned* count, int 
     }
   }
   if (t == 0) atomicAdd(stall + 1, waited), atomicAdd(stall + 2, at_barriers);
+  for (int i = 0; i < 4; ++i) acc ^= __float_as_uint(out[i]) ^ __float_as_uint(out2[i]);
   if (acc == 0x12345678u) *sink = acc;
 #endif
 }
@@ -250,10 +327,11 @@ __global__ void attn_spin_kernel(long long ns) {
 }
 
 template <typename... KArgs, typename... Args>
-void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t s, Args... args) {
+void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, int smem, cudaStream_t s, Args... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
+  cfg.dynamicSmemBytes = static_cast<size_t>(smem);
   cfg.stream = s;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -333,9 +411,15 @@ int probe(const Shape& sh, int sms) {
     *read = 0;
     for (double b : bytes) {
       st.base[st.n] = reinterpret_cast<const uint4*>(buf + off);
-      const long long steps = static_cast<long long>(b / 512 / warps) / batch * batch;
-      st.steps[st.n++] = steps < batch ? batch : steps;
-      *read += static_cast<double>(st.steps[st.n - 1]) * warps * 512;
+      // Every warp reads `steps` warp-loads and the first `extra` one batch more: the matrix to within a
+      // batch a warp-load short of its end (so every variant reads the same bytes).
+      const long long loads = static_cast<long long>(b / 512);
+      long long steps = loads / warps / batch * batch, extra = (loads - steps * warps) / batch;
+      if (steps < batch) steps = batch, extra = 0;
+      st.batch = batch;
+      st.steps[st.n] = steps;
+      st.extra[st.n++] = extra;
+      *read += static_cast<double>(steps * warps + extra * batch) * 512;
       off += (static_cast<size_t>(b) + 4095) / 4096 * 4096;
     }
     return st;
@@ -353,8 +437,11 @@ int probe(const Shape& sh, int sms) {
 
   for (long long attn_ns : {0LL, 4000LL, 10000LL}) {
     std::printf("-- attention phase: %lld ns on 80 blocks\n", attn_ns);
-    // Per-matrix kernels in a graph (one wave of 32 warps an SM, D = 4).
-    {
+    // Per-matrix kernels in a graph (one wave of 32 warps an SM, D = 4), reading or doing the matmul's
+    // arithmetic (3 x terms; 64 registers, a few spilled).
+    auto per_matrix = [&](auto terms, int smem) {
+      constexpr int T = decltype(terms)::value;
+      cudaFuncSetAttribute(matrix_kernel<4, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
       const long long warps = sms * 32LL;
       double read = 0;
       const Stack st = make_stack(warps, 4, &read);
@@ -362,25 +449,34 @@ int probe(const Shape& sh, int sms) {
       cudaGraphExec_t ge;
       cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);
       for (int m = 0; m < st.n; ++m) {
-        launch_pdl(matrix_kernel<4>, dim3(sms * 4), dim3(256), stream, st.base[m], st.steps[m], sink);
-        if (m % 4 == 0 && m < st.n - 1) launch_pdl(attn_spin_kernel, dim3(80), dim3(256), stream, attn_ns);
+        launch_pdl(matrix_kernel<4, T>, dim3(sms * 4), dim3(256), smem, stream, st.base[m], st.steps[m],
+                   st.extra[m], sink);
+        if (m % 4 == 0 && m < st.n - 1) launch_pdl(attn_spin_kernel, dim3(80), dim3(256), 0, stream, attn_ns);
       }
       cudaStreamEndCapture(stream, &g);
       cudaGraphInstantiate(&ge, g, 0);
       const double us = time_us([&] { cudaGraphLaunch(ge, stream); }, 20);
+      int regs = 0;
+      cudaFuncAttributes fa;
+      if (cudaFuncGetAttributes(&fa, matrix_kernel<4, T>) == cudaSuccess) regs = fa.numRegs;
       std::printf(
-          "per-matrix kernels (graph, PDL, 32 warps an SM, 4 loads "
-          "ahead): %7.1f us, %.2f TB/s\n",
-          us, read / us / 1e6);
+          "per-matrix kernels (graph, PDL, 32 warps an SM, 4 loads ahead; %d registers, %d KB shared)%s: %7.1f us, "
+          "%.2f TB/s\n",
+          regs, smem >> 10, T ? " doing matmul (3 terms)" : "", us, read / us / 1e6);
       cudaGraphExecDestroy(ge);
       cudaGraphDestroy(g);
-    }
-    auto persistent = [&](auto depth, auto ahead, int warps_per_sm) {
+    };
+    // 56 KB of shared memory a block keeps the next kernel's blocks off an SM until this one's leave.
+    per_matrix(std::integral_constant<int, 0>{}, 0);
+    per_matrix(std::integral_constant<int, 0>{}, 56 << 10);
+    per_matrix(std::integral_constant<int, 3>{}, 0);
+    auto persistent = [&](auto depth, auto ahead, int warps_per_sm, auto terms) {
       constexpr int D = decltype(depth)::value;
       constexpr bool A = decltype(ahead)::value;
+      constexpr int T = decltype(terms)::value;
       const int threads = 256, per_sm_blocks = warps_per_sm / 8;
       int fit = 0;
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, persistent_kernel<D, A>, threads, 0);
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, persistent_kernel<D, A, T>, threads, 0);
       if (fit < per_sm_blocks) {
         std::printf(
             "persistent D=%d %s %d warps an SM: does not fit (%d "
@@ -396,27 +492,33 @@ int probe(const Shape& sh, int sms) {
             int attn_blocks = 80;
             void* args[] = {const_cast<Stack*>(&st), &bar, &attn_blocks, &attn_ns, &sink};
             cudaMemsetAsync(bar, 0, 4, stream);  // the barrier counter
-            cudaLaunchCooperativeKernel(reinterpret_cast<void*>(persistent_kernel<D, A>), dim3(blocks), dim3(threads),
-                                        args, 0, stream);
+            cudaLaunchCooperativeKernel(reinterpret_cast<void*>(persistent_kernel<D, A, T>), dim3(blocks),
+                                        dim3(threads), args, 0, stream);
           },
           20);
-      std::printf(
-          "persistent, %2d warps an SM, %d loads a lane in flight, %s: "
-          "%7.1f us, %.2f TB/s\n",
-          warps_per_sm, D, A ? "next matrix's loads before the barrier" : "loads after the barrier         ", us,
-          read / us / 1e6);
+      std::printf("persistent, %2d warps an SM, %d loads a lane in flight, %s%s: %7.1f us, %.2f TB/s\n",
+                  warps_per_sm, D, A ? "next matrix's loads before the barrier" : "loads after the barrier         ",
+                  T ? " doing matmul (3 terms)" : "", us, read / us / 1e6);
     };
+    const std::integral_constant<int, 0> reads;
+    const std::integral_constant<int, 3> matmul;
     for (int w : {16, 32}) {
-      persistent(std::integral_constant<int, 4>{}, std::false_type{}, w);
-      persistent(std::integral_constant<int, 4>{}, std::true_type{}, w);
-      persistent(std::integral_constant<int, 8>{}, std::true_type{}, w);
+      persistent(std::integral_constant<int, 4>{}, std::false_type{}, w, reads);
+      persistent(std::integral_constant<int, 4>{}, std::true_type{}, w, reads);
+      persistent(std::integral_constant<int, 8>{}, std::true_type{}, w, reads);
+      persistent(std::integral_constant<int, 4>{}, std::true_type{}, w, matmul);
+      persistent(std::integral_constant<int, 8>{}, std::true_type{}, w, matmul);
     }
     // Persistent with the weight ring: one block an SM, a producer warp and 8 consumer warps.
-    // {ring KB, copy KB, copies in flight (0: as many as the ring holds), consumer warps, barriers}
-    const int cfgs[][5] = {{192, 16, 0, 8, 1},  {192, 16, 2, 8, 1}, {192, 16, 3, 8, 1}, {192, 16, 4, 8, 1},
-                           {192, 16, 3, 16, 1}, {192, 32, 2, 8, 1}, {96, 16, 3, 8, 1},  {192, 16, 3, 8, 0}};
+    // {ring KB, copy KB, copies in flight (0: as many as the ring holds), consumer warps, barriers,
+    //  consumers' work (0: a XOR of the words; 3 or 2: the integer matmul's arithmetic with 3 or 2 x terms)}
+    const int cfgs[][6] = {{192, 16, 0, 8, 1, 0},  {192, 16, 2, 8, 1, 0},  {192, 16, 3, 8, 1, 0},
+                           {192, 16, 4, 8, 1, 0},  {192, 16, 3, 16, 1, 0}, {192, 32, 2, 8, 1, 0},
+                           {96, 16, 3, 8, 1, 0},   {192, 16, 3, 8, 0, 0},  {192, 16, 3, 8, 1, 3},
+                           {192, 16, 3, 16, 1, 3}, {192, 16, 3, 8, 0, 3},  {192, 16, 3, 16, 0, 3},
+                           {192, 16, 3, 8, 1, 2},  {192, 16, 3, 16, 1, 2}, {192, 16, 3, 16, 0, 2}};
     for (const auto& c : cfgs) {
-      const int kb = c[0], chunk = c[1] << 10, inflight = c[2], cw = c[3], deps = c[4];
+      const int kb = c[0], chunk = c[1] << 10, inflight = c[2], cw = c[3], deps = c[4], work = c[5];
       if (!deps && attn_ns > 0) continue;
       const int stages = (kb << 10) / chunk, threads = 32 * (1 + cw);
       const size_t shm = static_cast<size_t>(stages) * chunk + 16 * stages;
@@ -439,7 +541,7 @@ int probe(const Shape& sh, int sms) {
             cudaMemsetAsync(bar, 0, 32, stream);
             void* args[] = {&rg,        const_cast<int*>(&stages), const_cast<int*>(&chunk), &bar,
                             &attn_blocks, &attn_ns,                 &sink,                    const_cast<int*>(&deps),
-                            const_cast<int*>(&inflight), &stall};
+                            const_cast<int*>(&inflight), const_cast<int*>(&work), &stall};
             cudaLaunchCooperativeKernel(reinterpret_cast<void*>(ring_kernel), dim3(sms), dim3(threads), args, shm,
                                         stream);
           },
@@ -447,9 +549,13 @@ int probe(const Shape& sh, int sms) {
       unsigned long long st[3] = {0, 0, 0};
       cudaMemcpy(st, stall, 24, cudaMemcpyDeviceToHost);
       std::printf(
-          "persistent, weight ring of %3d KB an SM (copies of %2d KB, %2d in flight), %2d consumer warps%s: %7.1f us, "
-          "%.2f TB/s; a block: %.0f us to issue, %.0f us for a full stage, %.0f us at barriers\n",
-          kb, chunk >> 10, inflight ? inflight : stages, cw, deps ? "" : ", no barriers", us, read / us / 1e6,
+          "persistent, weight ring of %3d KB an SM (copies of %2d KB, %2d in flight), %2d consumer warps%s%s: %7.1f "
+          "us, %.2f TB/s; a block: %.0f us to issue, %.0f us for a full stage, %.0f us at barriers\n",
+          kb, chunk >> 10, inflight ? inflight : stages, cw,
+          work == 3   ? " doing matmul (3 terms)"
+          : work == 2 ? " doing matmul (2 terms)"
+                      : "",
+          deps ? "" : ", no barriers", us, read / us / 1e6,
           st[0] / 1e3 / sms, st[1] / 1e3 / sms, st[2] / 1e3 / sms);
     }
   }
