@@ -43,7 +43,8 @@ constexpr int kMaxMatrices = 64 * 4 + 1;
 // six mma.m16n8k32 against x's three int8 terms (TERMS = 3; 2: the two-term variant docs/cuda.md proposes),
 // the terms' sums combined and scaled into four float outputs a lane. The x terms and scales are stand-ins
 // (registers, not loads): the arithmetic's pace, not its values, is what the variants are timed on.
-// The mma is not volatile, so the compiler may interleave the independent ones.
+// The probe builds alone (no backend includes), and its mma is not volatile, unlike
+// decode_linear_imma_terms.cuh's, so the compiler may interleave the independent ones.
 __device__ __forceinline__ void mma_u8s8(int (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
   asm(
       "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
