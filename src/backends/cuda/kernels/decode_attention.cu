@@ -29,7 +29,9 @@
 // The grid is (kv head, row, splits) so that the blocks that have work are dispatched first and the ones past
 // a row's splits (they only read the row and exit, before the wait) last; only static shared memory (< 48 KiB).
 // Before its PDL wait a block reads its row (the dyn block, through L2) and takes the sines and cosines of
-// its query's rotation: the rotation then costs no memory round trip after the wait.
+// its query's rotation: the rotation then costs no memory round trip after the wait. With fresh rows it
+// also issues its first split's cache loads there (positions before new_from, written by earlier calls:
+// stream operations before this graph), so they travel while the q/k/v matmul drains.
 // Workspace: o partials [row * heads + head][max_splits][head_dim] then (m, l) pairs.
 // So a row's output depends on its query, its cache and its length alone: not on the other rows in the
 // call, on which streams they belong to, on the grid, or on the order in which blocks finish. The code is
@@ -138,7 +140,8 @@ struct AttnSplit {
 
 // One split of one (row, kv head): TPP threads per position in the scores (16, 32 or 64 position slots).
 template <int DMAX, int TPP>
-__device__ __forceinline__ void attend_split(const DecodeAttnArgs& a, const AttnSplit& sp, AttnShared<DMAX>& sh) {
+__device__ __forceinline__ void attend_split(const DecodeAttnArgs& a, const AttnSplit& sp, AttnShared<DMAX>& sh,
+                                             bool wait_after_cache) {
   constexpr int C4 = DMAX / 4;                  // float4 columns of a row at most
   constexpr int NG = kAttnThreads / C4;         // position groups in the o phase (16, 8, 4)
   constexpr int SP = kAttnThreads / TPP;        // position slots (64, 32, 16)
@@ -166,20 +169,6 @@ __device__ __forceinline__ void attend_split(const DecodeAttnArgs& a, const Attn
   float4* const kf = sh.part;  // fresh keys [position - n_old][float4] (part is free until the first o phase)
   static_assert(kMaxDecodeRows * C4 <= NG * kGroupChunk * C4, "a stream's fresh keys fit in part");
 
-  // The first query chunk goes to registers first: its loads return ahead of the cache's, so the query is
-  // in shared memory (and rotated) while the keys and values are still on their way.
-  const std::int64_t head0 = static_cast<std::int64_t>(r) * a.heads + static_cast<std::int64_t>(kvh) * G;
-  constexpr int kQItems = (kGroupChunk * C4 + kAttnThreads - 1) / kAttnThreads;
-  float4 qr[kQItems];
-  {
-    const int ng = min(kGroupChunk, G);
-    const float4* q4 = reinterpret_cast<const float4*>(a.q + head0 * D);
-#pragma unroll
-    for (int it = 0; it < kQItems; ++it) {
-      const int i = t + it * kAttnThreads, gi = i / C4, c = i % C4;
-      if (gi < ng && c < D4) qr[it] = q4[gi * D4 + c];
-    }
-  }
   // All of this thread's key and value slices are loaded at once (registers; positions past n read as 0).
   // Scores: position ps = t / TPP, part jq = t % TPP takes float4s jq, jq + TPP, ... of the key.
   const int ps = t / TPP, jq = t % TPP;
@@ -195,13 +184,31 @@ __device__ __forceinline__ void attend_split(const DecodeAttnArgs& a, const Attn
 #pragma unroll
   for (int k = 0; k < KP; ++k) {
     const int p = og + NG * k;
+    vr[k] = p < n_old && oc < D4 ? __ldg(V4 + p * D4 + oc) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  // The cached positions were written by earlier calls (stream operations before this graph), so with
+  // fresh rows their loads go out before the PDL wait, while the previous matmul drains; everything else
+  // (q, the fresh keys and values) is the previous kernels' output and comes after it.
+  if (wait_after_cache) pdl_wait();
+  // The first query chunk goes to registers: its loads (L2 hits) return ahead of the cache's, so the query is
+  // in shared memory (and rotated) while the keys and values are still on their way.
+  const std::int64_t head0 = static_cast<std::int64_t>(r) * a.heads + static_cast<std::int64_t>(kvh) * G;
+  constexpr int kQItems = (kGroupChunk * C4 + kAttnThreads - 1) / kAttnThreads;
+  float4 qr[kQItems];
+  {
+    const int ng = min(kGroupChunk, G);
+    const float4* q4 = reinterpret_cast<const float4*>(a.q + head0 * D);
+#pragma unroll
+    for (int it = 0; it < kQItems; ++it) {
+      const int i = t + it * kAttnThreads, gi = i / C4, c = i % C4;
+      if (gi < ng && c < D4) qr[it] = q4[gi * D4 + c];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < KP; ++k) {
+    const int p = og + NG * k;
     const std::int64_t raw = (static_cast<std::int64_t>(fresh_row + p) * a.kv_heads + kvh) * D;
-    if (p < n_old && oc < D4)
-      vr[k] = __ldg(V4 + p * D4 + oc);
-    else if (p < n && oc < D4)
-      vr[k] = __ldg(reinterpret_cast<const float4*>(a.v_new + raw) + oc);
-    else
-      vr[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (p >= n_old && p < n && oc < D4) vr[k] = __ldg(reinterpret_cast<const float4*>(a.v_new + raw) + oc);
   }
   // The fresh keys, raw, into kf (rotated in place below). The block whose split holds write_pos does
   // rope_kv_write's job for row r and kv head kvh: the value goes to the cache here, the rotated key below.
@@ -455,7 +462,8 @@ __device__ __forceinline__ int attn_splits_per_block(int nsplit, int kv_heads, i
 
 template <int DMAX>
 __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks(DMAX)) decode_attention_kernel(DecodeAttnArgs a,
-                                                                                               int call_blocks) {
+                                                                                               int call_blocks,
+                                                                                               int early_cache) {
   __shared__ AttnShared<DMAX> sh;
   pdl_launch();
   // Before the wait: the row, its splits, and the sines and cosines of the query's rotation (the dyn block
@@ -480,18 +488,22 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks(DMAX)) decode_at
       if (i < nq) rope_sincos(pr, __ldg(a.inv_freq + i % half), sp.rsn[j], sp.rcs[j]);
     }
   }
-  pdl_wait();  // the cache (earlier calls, kv_write) and q, k, v come from earlier kernels
+  // Without fresh rows the cache may come from the kv_write just before; with them, every cached position
+  // was written by an earlier call, and the first split's cache loads go out before the wait (attend_split).
+  const bool early = a.k_new != nullptr && early_cache != 0;
+  if (!early) pdl_wait();  // the cache (kv_write) and q, k, v come from earlier kernels
   const int last = min(sp.nsplit, first + per_block);
   for (sp.split = first; sp.split < last; ++sp.split) {
     if (sp.split > first) __syncthreads();  // the previous split is done with the shared tables
     sp.p0 = sp.split * sp.S;
     sp.n = min(len - sp.p0, sp.S);
+    const bool wait_here = early && sp.split == first;
     if (sp.S <= 16)
-      attend_split<DMAX, 16>(a, sp, sh);
+      attend_split<DMAX, 16>(a, sp, sh, wait_here);
     else if (sp.S <= 32)
-      attend_split<DMAX, 8>(a, sp, sh);
+      attend_split<DMAX, 8>(a, sp, sh, wait_here);
     else
-      attend_split<DMAX, 4>(a, sp, sh);
+      attend_split<DMAX, 4>(a, sp, sh, wait_here);
   }
 }
 
@@ -543,12 +555,14 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned int>(a.kv_heads), static_cast<unsigned int>(a.n_rows),
                   static_cast<unsigned int>(a.max_splits));
   const int cb = attn_call_blocks(a.head_dim);
+  // TF_CUDA_ATTN_EARLY=0: the cache loads after the wait, as before session 13 (A/B runs; the same bits).
+  static const int early = tiled::env_int("TF_CUDA_ATTN_EARLY", 1) != 0 ? 1 : 0;
   if (a.head_dim <= 64)
-    launch_pdl(decode_attention_kernel<64>, grid, dim3(kAttnThreads), 0, s, a, cb);
+    launch_pdl(decode_attention_kernel<64>, grid, dim3(kAttnThreads), 0, s, a, cb, early);
   else if (a.head_dim <= 128)
-    launch_pdl(decode_attention_kernel<128>, grid, dim3(kAttnThreads), 0, s, a, cb);
+    launch_pdl(decode_attention_kernel<128>, grid, dim3(kAttnThreads), 0, s, a, cb, early);
   else
-    launch_pdl(decode_attention_kernel<256>, grid, dim3(kAttnThreads), 0, s, a, cb);
+    launch_pdl(decode_attention_kernel<256>, grid, dim3(kAttnThreads), 0, s, a, cb, early);
   if (a.prepare_x != nullptr &&
       (a.head_dim % 64 != 0 || a.n_rows > kMaxDecodeRows ||
        a.prepare_bytes < tiled::imma_scratch_bytes(static_cast<std::int64_t>(a.heads) * a.head_dim)))
