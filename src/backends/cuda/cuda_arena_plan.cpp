@@ -33,9 +33,10 @@ ArenaPlan plan_arena(const std::vector<Op>& ops, const std::vector<char>& esc, b
   }
   // A norm fused into a linear group is never written (its sum, when needed, is); nor is one that writes the
   // next step's x terms instead. An attention that writes them still writes its output (its combine kernel
-  // reads rows of one split back from there).
+  // reads rows of one split back from there), and so does a SwiGLU group (its terms come besides its rows).
   for (const Step& st : steps)
-    if (st.dead || (st.prepares_next && st.type != Step::RopeAttend)) needed[static_cast<std::size_t>(st.ops[0])] = false;
+    if (st.dead || (st.prepares_next && st.type != Step::RopeAttend && st.type != Step::SwigluGroup))
+      needed[static_cast<std::size_t>(st.ops[0])] = false;
   // A fused rope+attend step never writes the rotated k. It writes the rotated q (read in the same step)
   // only when it runs as rope_kv_write + prefill attention (more than kMaxDecodeRows rows); a decode call's
   // attention kernel rotates the raw q itself. Nothing else reads the rotated q (the fusion requires it).

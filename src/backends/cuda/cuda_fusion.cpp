@@ -200,6 +200,30 @@ Fusion fuse(const std::vector<Op>& ops, const std::vector<char>& esc, bool decod
       gs.x_prepared = true;
     }
   }
+  // A SwiGLU group whose output is read only by the very next step, a linear group on the integer kernel
+  // (the down projection), writes that group's x terms after its stores (swiglu_prepare_fusable: the same
+  // prepare function on the same values, the same bits) into the second scratch, and the group skips its
+  // prepare launch (8B: 32 a token, 27B: 64).
+  if (decode) {
+    for (int sg = 0; sg + 1 < static_cast<int>(steps.size()); ++sg) {
+      Step& gs = steps[static_cast<std::size_t>(sg)];
+      Step& ds = steps[static_cast<std::size_t>(sg + 1)];
+      if (gs.type != Step::SwigluGroup || gs.dead || gs.prepares_next || ds.type != Step::LinearGroup || ds.dead ||
+          ds.norm_step >= 0 || ds.x_prepared)
+        continue;
+      const int si = gs.swiglu_op;
+      const auto& rd = readers[static_cast<std::size_t>(si)];
+      const bool sole = !rd.empty() && std::all_of(rd.begin(), rd.end(), [&](int r) {
+        return step_index[static_cast<std::size_t>(r)] == sg + 1;
+      });
+      const Op& gate = ops[static_cast<std::size_t>(gs.ops.front())];
+      const Op& down = ops[static_cast<std::size_t>(ds.ops.front())];
+      if (!sole || !cuda::swiglu_prepare_fusable(gate.w, down.w, ops[static_cast<std::size_t>(si)].out->rows)) continue;
+      gs.prepares_next = true;
+      ds.x_prepared = true;
+      ds.x_in_alt = true;
+    }
+  }
   return {std::move(steps), std::move(step_index), std::move(absorbed_by), std::move(readers)};
 }
 

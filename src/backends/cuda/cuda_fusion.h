@@ -18,8 +18,11 @@ struct Step {
   // An (add +) rms_norm step that writes the next step's x terms for the integer matmul instead of its
   // normed rows (rms_norm_imma_prepare), or a decode attention step that writes them besides its output
   // (DecodeAttnArgs::prepare_x), and that linear group (which then skips its own prepare launch).
+  // A SwiGLU group may also prepare the next linear group's terms (the down projection: its kernel's
+  // swiglu_prepare); those go to the second scratch (x_in_alt), since the group reads its own from the first.
   bool prepares_next = false;
   bool x_prepared = false;
+  bool x_in_alt = false;
 };
 
 struct Fusion {

@@ -128,8 +128,12 @@ std::vector<Launch> build_launches(const std::vector<Op>& ops, const std::vector
             args.x = in_ptr(nrm.a);
           }
         }
-        args.imma_scratch = buffers.imma_scratch;
+        args.imma_scratch = st.x_in_alt ? buffers.imma_scratch_alt : buffers.imma_scratch;
         args.imma_scratch_bytes = buffers.imma_scratch_bytes;
+        if (st.type == Step::SwigluGroup && st.prepares_next) {  // the down projection's terms (Step::x_in_alt)
+          args.swiglu_prepare = buffers.imma_scratch_alt;
+          args.swiglu_prepare_bytes = buffers.imma_scratch_bytes;
+        }
         launches.push_back({[=](cudaStream_t s) { cuda::decode_linear(args, s); }});
         break;
       }

@@ -25,6 +25,7 @@ struct LaunchBuffers {
   void* dyn_dev = nullptr;        // the dyn block (copied there before the launches)
   void* attn_work = nullptr;      // decode attention's partials (cuda::DecodeAttnArgs::work)
   void* imma_scratch = nullptr;   // the integer matmul's x terms (cuda::DecodeLinearArgs::imma_scratch)
+  void* imma_scratch_alt = nullptr;  // a second one, of the same size (Step::x_in_alt)
   std::size_t imma_scratch_bytes = 0;
 };
 

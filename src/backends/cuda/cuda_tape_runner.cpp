@@ -72,7 +72,9 @@ void TapeRunner::run(std::vector<Op>& tape, bool wait) {
   const std::vector<DynRefs> dref = build_dyn(ops);
   reserve_launch_buffers(ops);
   const LaunchBuffers buffers{.dyn_dev = dyn_dev(), .attn_work = attn_work_,
-                              .imma_scratch = imma_scratch_, .imma_scratch_bytes = imma_scratch_bytes_};
+                              .imma_scratch = imma_scratch_,
+                              .imma_scratch_alt = static_cast<char*>(imma_scratch_) + imma_scratch_bytes_,
+                              .imma_scratch_bytes = imma_scratch_bytes_};
   const std::vector<Launch> launches = build_launches(ops, fusion.steps, dref, buffers);
   // 4. run
   run_or_capture(ops, launches, memory, use_graph);
@@ -333,7 +335,7 @@ void TapeRunner::reserve_imma_scratch(std::size_t need) {
     cudaFree(imma_scratch_);
     imma_scratch_ = nullptr;
     imma_scratch_bytes_ = 0;
-    TF_CK(cudaMalloc(&imma_scratch_, need));
+    TF_CK(cudaMalloc(&imma_scratch_, 2 * need));  // two of `need` (LaunchBuffers::imma_scratch_alt)
     imma_scratch_bytes_ = need;
   }
 }

@@ -101,7 +101,9 @@ class TapeRunner {
   void* dyn_dev_ = nullptr;
   void* dyn_host_ = nullptr;
   std::size_t dyn_bytes_ = 0;
-  void* imma_scratch_ = nullptr;  // the integer matmul's x terms, prepared once per launch (DecodeLinearArgs::imma_scratch)
+  // The integer matmul's x terms, prepared once per launch (DecodeLinearArgs::imma_scratch): two buffers of
+  // imma_scratch_bytes_ each, the second LaunchBuffers::imma_scratch_alt.
+  void* imma_scratch_ = nullptr;
   std::size_t imma_scratch_bytes_ = 0;
   void* attn_work_ = nullptr;
   std::size_t attn_work_bytes_ = 0;

@@ -487,6 +487,76 @@ TEST(CudaKernels, NormWritingXTermsEqualsNormThenMatmul) {
   }
 }
 
+// The SwiGLU matmul that also writes the down projection's x terms (swiglu_prepare, then the down matmul
+// with x_prepared on them) gives the bits of the two matmuls each preparing its own: 1-16 rows (1-8 on the
+// streaming kernel's fused blocks, 9-16 on the blocked kernel and the prepare kernel after it), 16-bit
+// scales of both kinds.
+TEST(CudaKernels, SwigluWritingXTermsEqualsPlainDown) {
+  TF_NEED_GPU();
+  const std::int64_t k = 4096, f = 2560, n = 384;
+  for (const ElemType dt : {ElemType::BF16, ElemType::F16}) {
+    const HostW hg = make_weight(f, k, 4, 64, dt), hu = make_weight(f, k, 4, 64, dt), hd = make_weight(n, f, 4, 64, dt);
+    DevW dg(hg), du(hu), dd(hd);
+    ASSERT_TRUE(swiglu_prepare_fusable(dg.view, dd.view, 1));
+    const HostW hd32 = make_weight(n, f, 4, 32, dt);
+    DevW dd32(hd32);
+    EXPECT_FALSE(swiglu_prepare_fusable(dg.view, dd32.view, 1)) << "the fused prepare makes groups of 64 only";
+    const std::size_t scratch = std::max(decode_linear_scratch_bytes(dg.view), decode_linear_scratch_bytes(dd.view));
+    DevBuf<std::uint8_t> sc1(scratch), sc2(scratch), sc3(scratch);
+    for (int rows : {1, 2, 3, 5, 8, 9, 16}) {
+      const auto x = random_floats(static_cast<std::size_t>(rows * k), -2.0f, 2.0f);
+      const auto fn = static_cast<std::size_t>(rows * f), yn = static_cast<std::size_t>(rows * n);
+      DevBuf<float> dx(x), s1(fn), s2(fn), y1(yn), y2(yn);
+      s1.poison();
+      s2.poison();
+      y1.poison();
+      y2.poison();
+      DecodeLinearArgs gu;
+      gu.x = dx.p;
+      gu.x_stride = k;
+      gu.rows = rows;
+      gu.segments = 2;
+      gu.seg[0] = {dg.view, nullptr, f};
+      gu.seg[1] = {du.view, nullptr, f};
+      gu.swiglu_out = s1.p;
+      gu.swiglu_stride = f;
+      gu.imma_scratch = sc1.p;
+      gu.imma_scratch_bytes = scratch;
+      decode_linear(gu, nullptr);
+      DecodeLinearArgs down;
+      down.x = s1.p;
+      down.x_stride = f;
+      down.rows = rows;
+      down.seg[0] = {dd.view, y1.p, n};
+      down.imma_scratch = sc1.p;
+      down.imma_scratch_bytes = scratch;
+      decode_linear(down, nullptr);
+      DecodeLinearArgs gu2 = gu;
+      gu2.swiglu_out = s2.p;
+      gu2.imma_scratch = sc2.p;
+      gu2.swiglu_prepare = sc3.p;
+      gu2.swiglu_prepare_bytes = scratch;
+      decode_linear(gu2, nullptr);
+      DecodeLinearArgs down2 = down;
+      down2.x = nullptr;
+      down2.x_prepared = true;
+      down2.seg[0].out = y2.p;
+      down2.imma_scratch = sc3.p;
+      decode_linear(down2, nullptr);
+      const std::string what = std::string(dt == ElemType::BF16 ? "bf16" : "f16") + " rows " + std::to_string(rows);
+      const auto a1 = s1.download(), a2 = s2.download(), o1 = y1.download(), o2 = y2.download();
+      EXPECT_TRUE(same_bits(a1.data(), a2.data(), a1.size())) << what << ": swiglu";
+      EXPECT_TRUE(same_bits(o1.data(), o2.data(), o1.size())) << what << ": down";
+      // Both outputs start as the same NaN pattern: equal bits alone could mean neither was written.
+      EXPECT_TRUE(std::all_of(o1.begin(), o1.end(), [](float v) { return std::isfinite(v); })) << what;
+      // Terms written over the ones the launch reads are refused.
+      DecodeLinearArgs bad = gu2;
+      bad.swiglu_prepare = sc2.p;  // the scratch the launch reads its own terms from
+      EXPECT_THROW(decode_linear(bad, nullptr), std::invalid_argument) << what;
+    }
+  }
+}
+
 TEST(CudaKernels, DecodeLinearWithFusedNorm) {
   TF_NEED_GPU();
   const std::int64_t k = 576, n = 960;

@@ -357,6 +357,11 @@ void decode_linear(const DecodeLinearArgs& a, cudaStream_t s) {
   }
   if (a.swiglu_out != nullptr && (a.segments != 2 || a.seg[1].w.rows != w.rows))
     throw std::invalid_argument("decode_linear: swiglu needs two segments of equal rows");
+  if (a.swiglu_prepare != nullptr &&
+      (a.swiglu_out == nullptr || !tiled::imma_eligible(w) || w.rows % 64 != 0 ||
+       a.swiglu_prepare_bytes < tiled::imma_scratch_bytes(w.rows) || a.swiglu_prepare == a.imma_scratch))
+    throw std::invalid_argument("decode_linear: swiglu_prepare needs the swiglu epilogue on the integer kernel, "
+                                "whole pairs of 64, and scratch of its own");
   if ((reinterpret_cast<std::uintptr_t>(a.x) & 15) != 0 || (a.x_stride & 3) != 0)
     throw std::invalid_argument("decode_linear: x must be 16-byte aligned");
   if (w.tiled) {

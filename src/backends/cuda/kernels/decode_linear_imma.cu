@@ -258,12 +258,24 @@ void launch_shape(const TiledArgs& ta_in, cudaStream_t s) {
     check_launch("imma_prepare");
     ta.prepared = ta.a.imma_scratch;
   }
-  if (imma_stream_takes(ta)) return decode_linear_imma_stream(ta, s);
-  if (ta.a.rows > 8) return launch<SE, 2, 2, G64>(ta, s);
-  static const int forced = env_int("TF_CUDA_IMMA_T", 0);  // A/B: 2 or 4 tiles per block everywhere
-  if (forced == 2) return launch<SE, 1, 2, G64>(ta, s);
-  if (forced == 4) return launch<SE, 1, 4, G64>(ta, s);
-  return ta.tiles >= 256 ? launch<SE, 1, 4, G64>(ta, s) : launch<SE, 1, 2, G64>(ta, s);
+  bool prepared_next = false;
+  if (imma_stream_takes(ta)) {
+    prepared_next = decode_linear_imma_stream(ta, s);
+  } else {
+    static const int forced = env_int("TF_CUDA_IMMA_T", 0);  // A/B: 2 or 4 tiles per block everywhere
+    if (ta.a.rows > 8) launch<SE, 2, 2, G64>(ta, s);
+    else if (forced == 2) launch<SE, 1, 2, G64>(ta, s);
+    else if (forced == 4) launch<SE, 1, 4, G64>(ta, s);
+    else if (ta.tiles >= 256) launch<SE, 1, 4, G64>(ta, s);
+    else launch<SE, 1, 2, G64>(ta, s);
+  }
+  // The next matmul's terms where the matmul did not write them: the prepare kernel on swiglu_out.
+  if (ta.a.swiglu_prepare != nullptr && !prepared_next) {
+    launch_pdl(imma_prepare_kernel<true>, dim3(static_cast<unsigned int>(ta.a.seg[0].w.rows / 64)), dim3(32), 0, s,
+               static_cast<const float*>(ta.a.swiglu_out), ta.a.swiglu_stride, ta.a.rows,
+               static_cast<WarpX*>(ta.a.swiglu_prepare));
+    check_launch("imma_prepare (swiglu)");
+  }
 }
 
 template <ElemType SE>
@@ -328,6 +340,12 @@ std::size_t decode_linear_scratch_bytes(const WeightView& w) {
 bool imma_norm_fusable(const WeightView& w, std::int64_t rows, std::int64_t cols) {
   static const bool on = tiled::env_int("TF_CUDA_IMMA_NORM", 1) != 0;  // A/B runs
   return on && tiled::imma_eligible(w) && w.cols == cols && rows >= 1 && rows <= kMaxImmaNormRows && cols % 64 == 0;
+}
+
+bool swiglu_prepare_fusable(const WeightView& gate, const WeightView& down, std::int64_t rows) {
+  static const bool on = tiled::env_int("TF_CUDA_SWIGLU_PREPARE", 1) != 0;  // A/B runs
+  return on && tiled::imma_eligible(gate) && tiled::imma_eligible(down) && down.group == 64 && down.cols == gate.rows &&
+         gate.rows % 64 == 0 && rows >= 1 && rows <= kMaxDecodeRows;
 }
 
 bool attention_prepare_fusable(const WeightView& w, int heads, int head_dim) {

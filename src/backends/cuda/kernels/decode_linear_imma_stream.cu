@@ -24,6 +24,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <type_traits>
 
 #include "backends/cuda/kernels/decode_linear_imma_terms.cuh"
@@ -59,8 +60,9 @@ struct Stage {
 
 // D: pairs of weight loads in flight a warp (codes and scales); DX: pairs of x terms in flight (L1/L2 hits,
 // shared by every warp, so fewer registers go to them). The loop is unrolled over U = lcm(D, DX) pairs, so
-// that both rings' slots are compile-time indices.
-template <ElemType SE, bool PACKED, bool G64, int D, int DX>
+// that both rings' slots are compile-time indices. PREP: the kernel has the SwiGLU prepare's code (the
+// wide kernels; the deep ones, which never get it, keep their registers).
+template <ElemType SE, bool PACKED, bool G64, int D, int DX, bool PREP>
 __device__ __forceinline__ void imma_stream_body(const TiledArgs& ta, std::int64_t units, int G) {
   using St = Stage<SE, PACKED, G64>;
   constexpr int U = D % DX == 0 ? D : DX % D == 0 ? DX : D * DX;
@@ -269,35 +271,47 @@ __device__ __forceinline__ void imma_stream_body(const TiledArgs& ta, std::int64
 
   if (G > 1) {
     __syncthreads();
-    if (j != 0 || !active) return;
+    if (j == 0 && active) {
 #pragma unroll
-    for (int t = 0; t < kTW; ++t)
+      for (int t = 0; t < kTW; ++t)
 #pragma unroll
-      for (int i = 0; i < kNV; ++i) {
-        const float* pp = part + ((ul * kMaxWarps) * kTW + t) * kNV * 32 + i * 32 + lane;
-        float v = pp[0];
-        for (int r = 1; r < kMaxWarps; ++r) v = __fadd_rn(v, pp[r * kTW * kNV * 32]);
-        total[t][i] = v;
-      }
-  }
-  if (!active) return;
-  __syncwarp();  // outs
-  const OutRef* o = outs[warp];
-  const bool swiglu = a.swiglu_out != nullptr;
-  const int r = lane >> 2;
-#pragma unroll
-  for (int i = 0; i < kNV; ++i) {
-    // Packed: value i is weight row r + 8i for activation row c / 2 (lanes 4m, 4m + 2); otherwise weight
-    // row r + 8 (i / 2) for activation row 2c + i % 2.
-    const int rr = PACKED ? r + 8 * i : r + 8 * (i >> 1);
-    const int row = PACKED ? erow : 2 * c + (i & 1);
-    if ((PACKED && !eon) || row >= a.rows) continue;
-#pragma unroll
-    for (int t = 0; t < (swiglu ? 1 : kTW); ++t) {
-      const std::int64_t n = o[t].first_row + rr;
-      if (!o[t].valid || n >= o[t].rows) continue;
-      store_output<kTW>(a, o, t, n, row, total[t][i], swiglu ? total[1][i] : 0.0f);
+        for (int i = 0; i < kNV; ++i) {
+          const float* pp = part + ((ul * kMaxWarps) * kTW + t) * kNV * 32 + i * 32 + lane;
+          float v = pp[0];
+          for (int r = 1; r < kMaxWarps; ++r) v = __fadd_rn(v, pp[r * kTW * kNV * 32]);
+          total[t][i] = v;
+        }
     }
+  }
+  // SwiGLU outputs that are also the next matmul's x terms (a.swiglu_prepare): the block holds four whole
+  // units, i.e. outputs 64 b .. 64 b + 63 of every row, kept in shared memory past the range sums.
+  const bool prep = PREP && a.swiglu_prepare != nullptr;
+  float* const xs = part + (G > 1 ? (wpb / G) * kMaxWarps * kTW * kNV * 32 : 0);  // [row][64]
+  if (active && j == 0) {
+    __syncwarp();  // outs
+    const OutRef* o = outs[warp];
+    const bool swiglu = a.swiglu_out != nullptr;
+    const int r = lane >> 2;
+#pragma unroll
+    for (int i = 0; i < kNV; ++i) {
+      // Packed: value i is weight row r + 8i for activation row c / 2 (lanes 4m, 4m + 2); otherwise weight
+      // row r + 8 (i / 2) for activation row 2c + i % 2.
+      const int rr = PACKED ? r + 8 * i : r + 8 * (i >> 1);
+      const int row = PACKED ? erow : 2 * c + (i & 1);
+      if ((PACKED && !eon) || row >= a.rows) continue;
+#pragma unroll
+      for (int t = 0; t < (swiglu ? 1 : kTW); ++t) {
+        const std::int64_t n = o[t].first_row + rr;
+        if (!o[t].valid || n >= o[t].rows) continue;
+        const float v = store_output<kTW>(a, o, t, n, row, total[t][i], swiglu ? total[1][i] : 0.0f);
+        if (prep) xs[row * 64 + static_cast<int>(n & 63)] = v;
+      }
+    }
+  }
+  if (prep) {
+    __syncthreads();
+    // The pair's terms: prepare_pair, the function every prepare path runs, on the same float values.
+    if (warp == 0) prepare_pair<true>(xs, 64, a.rows, 0, lane, static_cast<WarpX*>(a.swiglu_prepare)[blockIdx.x]);
   }
 }
 
@@ -307,11 +321,11 @@ __device__ __forceinline__ void imma_stream_body(const TiledArgs& ta, std::int64
 // the most pairs in flight that fits its budget without spilling (ptxas -v).
 template <ElemType SE, bool PACKED, bool G64, int D, int DX>
 __global__ void __launch_bounds__(kMaxBlockWarps * 32) imma_stream_deep(TiledArgs ta, std::int64_t units, int G) {
-  imma_stream_body<SE, PACKED, G64, D, DX>(ta, units, G);
+  imma_stream_body<SE, PACKED, G64, D, DX, false>(ta, units, G);
 }
 template <ElemType SE, bool PACKED, bool G64, int D, int DX, int R>
 __global__ void __maxnreg__(R) imma_stream_wide(TiledArgs ta, std::int64_t units, int G) {
-  imma_stream_body<SE, PACKED, G64, D, DX>(ta, units, G);
+  imma_stream_body<SE, PACKED, G64, D, DX, true>(ta, units, G);
 }
 
 int sm_count() {
@@ -324,10 +338,15 @@ int sm_count() {
   return n;
 }
 
-int block_warps(int G) { return G < 4 ? 4 : G; }
-// Dynamic shared memory a block: the range sums of its units when they are spread over G > 1 warps.
-std::size_t part_bytes(int G, int values_per_lane) {
-  return G > 1 ? static_cast<std::size_t>(block_warps(G) / G) * kMaxWarps * kTW * values_per_lane * 32 * sizeof(float) : 0;
+// Warps a block: at least 4, a unit's G warps together; with the SwiGLU prepare (`prep`), four whole units.
+constexpr int kPrepUnits = 64 / (kTW / 2 * kTileRows);  // units of a SwiGLU launch that make a pair of 64
+int block_warps(int G, bool prep) { return prep ? kPrepUnits * G : G < 4 ? 4 : G; }
+// Dynamic shared memory a block: the range sums of its units when they are spread over G > 1 warps, then
+// with the SwiGLU prepare its 64 outputs of every row.
+std::size_t part_bytes(int G, int values_per_lane, bool prep) {
+  const std::size_t unit_sums = static_cast<std::size_t>(kMaxWarps) * kTW * values_per_lane * 32 * sizeof(float);
+  const std::size_t sums = G > 1 ? static_cast<std::size_t>(block_warps(G, prep) / G) * unit_sums : 0;
+  return sums + (prep ? static_cast<std::size_t>(kMaxStreamRows) * 64 * sizeof(float) : 0);
 }
 
 // TF_CUDA_IMMA_G: G forced for every launch (A/B runs), if it is a power of two up to 16; else 0.
@@ -364,21 +383,24 @@ int deep_warps_per_unit(std::int64_t units) {
 // A function of the shape alone, and of no consequence to the bits.
 struct WidePlan {
   int regs, G;
+  bool one_wave;  // some budget and G fit one wave (else the first budget and G = 2)
 };
+// With the SwiGLU prepare, G is at most kMaxBlockWarps / kPrepUnits (four units a block).
 template <std::size_t N>
-WidePlan wide_plan(std::int64_t units, int values_per_lane, const int (&regs)[N]) {
-  if (forced_warps_per_unit() > 0) return {regs[0], forced_warps_per_unit()};
-  WidePlan best{regs[0], 2};
+WidePlan wide_plan(std::int64_t units, int values_per_lane, const int (&regs)[N], bool prep) {
+  const int max_g = prep ? kMaxBlockWarps / kPrepUnits : kMaxWarps;
+  if (forced_warps_per_unit() > 0) return {regs[0], std::min(forced_warps_per_unit(), max_g), true};
+  WidePlan best{regs[0], 2, false};
   std::int64_t best_warps = 0;
   for (int r : regs)
-    for (int g = 2; g <= kMaxWarps; g *= 2) {  // G = 1 was never the fastest
-      const int wpb = block_warps(g);
+    for (int g = 2; g <= max_g; g *= 2) {  // G = 1 was never the fastest
+      const int wpb = block_warps(g, prep);
       // Blocks an SM: registers, warps, blocks, and shared memory (227 KB; 1 KB reserved a block, 1.3 KB static).
-      const int smem = static_cast<int>(part_bytes(g, values_per_lane)) + 2560;
+      const int smem = static_cast<int>(part_bytes(g, values_per_lane, prep)) + 2560;
       const int per_sm = std::min({65536 / (r * 32 * wpb), 64 / wpb, 32, 227 * 1024 / smem});
       const std::int64_t blocks = ceil_div(units * g, wpb), warps = units * g;
       if (blocks <= static_cast<std::int64_t>(per_sm) * sm_count() && warps > best_warps) {
-        best = {r, g};
+        best = {r, g, true};
         best_warps = warps;
       }
     }
@@ -387,59 +409,96 @@ WidePlan wide_plan(std::int64_t units, int values_per_lane, const int (&regs)[N]
 
 template <ElemType SE, bool PACKED, bool G64, int D, int DX, int R>
 void launch(const TiledArgs& ta, std::int64_t units, int G, cudaStream_t s) {
-  const int wpb = block_warps(G);
+  const bool prep = ta.a.swiglu_prepare != nullptr;
+  const int wpb = block_warps(G, prep);
   constexpr int kNV = PACKED ? 2 : 4;
-  const std::size_t smem = part_bytes(G, kNV);
+  const std::size_t smem = part_bytes(G, kNV, prep);
   const auto blocks = static_cast<unsigned int>(ceil_div(units * G, wpb));
-  if constexpr (R == 0)
+  if constexpr (R == 0) {
     launch_pdl(imma_stream_deep<SE, PACKED, G64, D, DX>, dim3(blocks), dim3(32 * wpb), smem, s, ta, units, G);
-  else
+  } else {
+    // Four units of 3-8 rows spread over G = 4 warps each keep 64 KB of range sums: past the 48 KB that a
+    // launch gets without asking (once per kernel, before any capture needs it).
+    if (smem > 48 * 1024) {
+      static const int most = static_cast<int>(part_bytes(kMaxBlockWarps / kPrepUnits, kNV, true));
+      static const bool raised = cudaFuncSetAttribute(imma_stream_wide<SE, PACKED, G64, D, DX, R>,
+                                                      cudaFuncAttributeMaxDynamicSharedMemorySize, most) == cudaSuccess;
+      if (!raised) throw std::runtime_error("decode_linear_imma_stream: cannot raise the shared memory limit");
+    }
     launch_pdl(imma_stream_wide<SE, PACKED, G64, D, DX, R>, dim3(blocks), dim3(32 * wpb), smem, s, ta, units, G);
+  }
   check_launch("decode_linear_imma_stream");
 }
 
+// Returns whether the launch also wrote the SwiGLU prepare's x terms (the wide kernels do; the deep ones
+// leave them to the caller).
 template <ElemType SE, bool G64>
-void launch_rows(const TiledArgs& ta, cudaStream_t s) {
-  const std::int64_t units = stream_units(ta);
+bool launch_rows(const TiledArgs& ta_in, cudaStream_t s) {
+  const std::int64_t units = stream_units(ta_in);
   // g64 with 16-bit scales (the 8B and 27B shapes): the wide kernels (H200: 27B decode 124.6 -> 143.4 tok/s
   // with 80 registers alone, 162.5 with both budgets; 3-8 rows, in a run with G from a target of 9 warps an
   // SM: 27B verify over a decode step, 4 rows 1.30 -> 1.25x, 8 rows 1.43 -> 1.34x). TF_CUDA_IMMA_WIDE=0:
   // the deep kernels, for A/B runs.
   static const bool wide = env_int("TF_CUDA_IMMA_WIDE", 1) != 0;
   if constexpr (G64 && SE != ElemType::F32) {
+    // The SwiGLU prepare needs whole pairs of 64 outputs a block (four units of the launch's), and a plan
+    // of such blocks in one wave: otherwise the plain plan, and the caller's prepare kernel (27B gate/up at
+    // 3-8 rows: 272 blocks of 8 warps for 264 places; verify 4 and 8 rows 1.51 / 1.61x a 1-row step ->
+    // 1.81 / 1.91x on a second wave).
+    bool prep = ta_in.a.swiglu_prepare != nullptr && ta_in.a.swiglu_out != nullptr && units % kPrepUnits == 0;
+    auto plan = [&](int vpl, const auto& regs) {
+      WidePlan p = wide_plan(units, vpl, regs, prep);
+      if (prep && !p.one_wave) {
+        prep = false;
+        p = wide_plan(units, vpl, regs, false);
+      }
+      return p;
+    };
+    TiledArgs ta = ta_in;
     if (wide && ta.a.rows <= 2) {
       static constexpr int kRegs[] = {80, 64};
-      const WidePlan p = wide_plan(units, 2, kRegs);
-      return p.regs == 80 ? launch<SE, true, G64, 2, 2, 80>(ta, units, p.G, s) : launch<SE, true, G64, 1, 1, 64>(ta, units, p.G, s);
+      const WidePlan p = plan(2, kRegs);
+      if (!prep) ta.a.swiglu_prepare = nullptr;
+      if (p.regs == 80) launch<SE, true, G64, 2, 2, 80>(ta, units, p.G, s);
+      else launch<SE, true, G64, 1, 1, 64>(ta, units, p.G, s);
+      return prep;
     }
     if (wide) {
       static constexpr int kRegs[] = {96};
-      return launch<SE, false, G64, 1, 1, 96>(ta, units, wide_plan(units, 4, kRegs).G, s);
+      const WidePlan p = plan(4, kRegs);
+      if (!prep) ta.a.swiglu_prepare = nullptr;
+      launch<SE, false, G64, 1, 1, 96>(ta, units, p.G, s);
+      return prep;
     }
   }
   // Deep: 6 pairs in flight for 1-2 rows at g64 with 16-bit scales (8B decode 332 -> 400 tok/s over 4).
+  TiledArgs ta = ta_in;
+  ta.a.swiglu_prepare = nullptr;
   const int G = deep_warps_per_unit(units);
-  if (ta.a.rows <= 2) return launch<SE, true, G64, G64 ? (SE == ElemType::F32 ? 4 : 6) : 3, G64 ? 2 : 3, 0>(ta, units, G, s);
-  return launch<SE, false, G64, 2, 2, 0>(ta, units, G, s);
+  if (ta.a.rows <= 2) launch<SE, true, G64, G64 ? (SE == ElemType::F32 ? 4 : 6) : 3, G64 ? 2 : 3, 0>(ta, units, G, s);
+  else launch<SE, false, G64, 2, 2, 0>(ta, units, G, s);
+  return false;
 }
 
 }  // namespace
 
 bool imma_stream_takes(const TiledArgs& ta) {
   static const bool on = env_int("TF_CUDA_IMMA_STREAM", 1) != 0;  // A/B runs
-  if (!on || ta.prepared == nullptr || ta.a.rows < 1 || ta.a.rows > 8 || ta.warps != kMaxWarps) return false;
+  if (!on || ta.prepared == nullptr || ta.a.rows < 1 || ta.a.rows > kMaxStreamRows || ta.warps != kMaxWarps)
+    return false;
   for (int i = 0; i < ta.a.segments; ++i)
     if (ta.a.seg[i].w.sb_tiled == nullptr) return false;  // the scales stream from their tiled copy
   return true;
 }
 
-void decode_linear_imma_stream(const TiledArgs& ta, cudaStream_t s) {
+bool decode_linear_imma_stream(const TiledArgs& ta, cudaStream_t s) {
   const bool g64 = ta.a.seg[0].w.group == 64;
   switch (ta.a.seg[0].w.dtype) {
     case ElemType::F32: return g64 ? launch_rows<ElemType::F32, true>(ta, s) : launch_rows<ElemType::F32, false>(ta, s);
     case ElemType::F16: return g64 ? launch_rows<ElemType::F16, true>(ta, s) : launch_rows<ElemType::F16, false>(ta, s);
     case ElemType::BF16: return g64 ? launch_rows<ElemType::BF16, true>(ta, s) : launch_rows<ElemType::BF16, false>(ta, s);
   }
+  return false;
 }
 
 }  // namespace tf::cuda::tiled

@@ -189,8 +189,10 @@ __device__ __forceinline__ float group_step(float acc, const SB& sb, float2 e, i
 }
 
 // The streaming kernel (decode_linear_imma_stream.cu) takes calls of 1-8 rows whose x terms are prepared
-// for the launch; the blocked kernel the rest.
+// for the launch; the blocked kernel the rest. It returns whether it also wrote a.swiglu_prepare's terms
+// (its wide kernels do; otherwise the caller runs the prepare kernel on swiglu_out).
+constexpr int kMaxStreamRows = 8;
 bool imma_stream_takes(const TiledArgs& ta);
-void decode_linear_imma_stream(const TiledArgs& ta, cudaStream_t s);
+bool decode_linear_imma_stream(const TiledArgs& ta, cudaStream_t s);
 
 }  // namespace tf::cuda::tiled

@@ -137,17 +137,20 @@ __device__ __forceinline__ void setup_tiles(const TiledArgs& ta, int lane, TileR
 }
 
 // Stores one result: weight row n of tile t's segment for activation row `row`. With the SwiGLU epilogue,
-// g is the gate, `up` the up projection's same element (tile t + T/2), and silu(g) * up goes to swiglu_out.
+// g is the gate, `up` the up projection's same element (tile t + T/2), and silu(g) * up goes to swiglu_out;
+// returns that value (0 without the epilogue), for a kernel that also prepares it as the next x terms.
 template <int T>
-__device__ __forceinline__ void store_output(const DecodeLinearArgs& a, const OutRef* outs, int t, std::int64_t n,
-                                             int row, float g, float up) {
+__device__ __forceinline__ float store_output(const DecodeLinearArgs& a, const OutRef* outs, int t, std::int64_t n,
+                                              int row, float g, float up) {
   const OutRef& o = outs[t];
   if (o.out != nullptr) o.out[row * o.out_stride + n] = g;
-  if (a.swiglu_out == nullptr) return;
+  if (a.swiglu_out == nullptr) return 0.0f;
   const OutRef& ou = outs[t + T / 2];
   if (ou.out != nullptr) ou.out[row * ou.out_stride + n] = up;
   const float silu = __fdiv_rn(g, __fadd_rn(1.0f, expf(-g)));
-  a.swiglu_out[row * a.swiglu_stride + n] = __fmul_rn(silu, up);
+  const float v = __fmul_rn(silu, up);
+  a.swiglu_out[row * a.swiglu_stride + n] = v;
+  return v;
 }
 
 // Knobs read once from the environment (A/B measurements).

@@ -72,6 +72,11 @@ struct DecodeLinearArgs {
   // The integer kernel's x terms are in imma_scratch already (rms_norm_imma_prepare wrote them): no prepare
   // launch, and x is not read.
   bool x_prepared = false;
+  // With the SwiGLU epilogue (swiglu_prepare_fusable): the next matmul's x terms (groups of 64) made from
+  // swiglu_out are also written here, a scratch other than imma_scratch (this launch reads that one); the
+  // next matmul runs with x_prepared on it. swiglu_out is written all the same.
+  void* swiglu_prepare = nullptr;
+  std::size_t swiglu_prepare_bytes = 0;
 };
 // The widest input for which decode_linear fuses an RMSNorm into an untiled weight (every warp re-reads its
 // rows of x); tiled weights on the bf16 tensor-core kernel fuse it at any width (once per block).
@@ -96,6 +101,13 @@ constexpr int kMaxImmaNormRows = 4;
 std::size_t tiled_scale_bias_bytes(const WeightView& w);
 void tile_scale_bias(const WeightView& w, void* out, cudaStream_t s);
 bool imma_norm_fusable(const WeightView& w, std::int64_t rows, std::int64_t cols);
+// Whether a decode_linear of gate/up weights `gate` with the SwiGLU epilogue, in a call of `rows` rows, can
+// write the x terms of the decode_linear of weight `down` that reads its swiglu_out (and nothing else does):
+// both on the integer kernel, `down` in groups of 64, gate rows a multiple of 64 (whole pairs a block). The
+// streaming kernel's blocks then hold four units (64 outputs) and prepare their pair after their stores:
+// one launch a layer fewer, the same bits (the same prepare function on the same float values); other
+// launches of it run the prepare kernel after the matmul. TF_CUDA_SWIGLU_PREPARE=0 turns it off (A/B).
+bool swiglu_prepare_fusable(const WeightView& gate, const WeightView& down, std::int64_t rows);
 // sum_out = a + b (when asked), and the x terms of rms_norm(a + b) * weight for the integer kernel in
 // imma_scratch (groups of `group`), instead of the normed rows; then decode_linear with x_prepared. The
 // norm is rms_norm's (norm_part_sum order), so the terms are those decode_linear would make from its output.
