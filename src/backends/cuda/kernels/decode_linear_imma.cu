@@ -23,6 +23,13 @@ __global__ void __launch_bounds__(32) imma_prepare_kernel(const float* __restric
   pdl_wait();  // x is the previous kernel's output, and the previous matmul may still read `out`
   prepare_pair<G64>(x, x_stride, rows, blockIdx.x, static_cast<int>(threadIdx.x), out[blockIdx.x]);
 }
+// The launch of it: the terms of `cols` columns of x (whole pairs of 64).
+template <bool G64>
+void prepare_terms(const float* x, std::int64_t x_stride, int rows, std::int64_t cols, void* out, cudaStream_t s) {
+  launch_pdl(imma_prepare_kernel<G64>, dim3(static_cast<unsigned int>(cols / 64)), dim3(32), 0, s, x, x_stride, rows,
+             static_cast<WarpX*>(out));
+  check_launch("imma_prepare");
+}
 
 // The RMSNorm (with its residual add) and x's terms in one launch (rms_norm_imma_prepare): block p computes
 // every row's sum of squares in norm_part_sum's order (each block the whole rows: rows <= kMaxImmaNormRows),
@@ -252,10 +259,7 @@ void launch_shape(const TiledArgs& ta_in, cudaStream_t s) {
       throw std::invalid_argument("decode_linear: x_prepared needs the scratch that holds the terms");
     ta.prepared = ta.a.imma_scratch;
   } else if (ta.a.imma_scratch != nullptr && ta.a.imma_scratch_bytes >= imma_scratch_bytes(ta.cols)) {
-    const auto pairs = static_cast<unsigned int>(ta.cols / 64);
-    launch_pdl(imma_prepare_kernel<G64>, dim3(pairs), dim3(32), 0, s, ta.a.x, ta.a.x_stride, ta.a.rows,
-               static_cast<WarpX*>(ta.a.imma_scratch));
-    check_launch("imma_prepare");
+    prepare_terms<G64>(ta.a.x, ta.a.x_stride, ta.a.rows, ta.cols, ta.a.imma_scratch, s);
     ta.prepared = ta.a.imma_scratch;
   }
   bool prepared_next = false;
@@ -270,12 +274,8 @@ void launch_shape(const TiledArgs& ta_in, cudaStream_t s) {
     else launch<SE, 1, 2, G64>(ta, s);
   }
   // The next matmul's terms where the matmul did not write them: the prepare kernel on swiglu_out.
-  if (ta.a.swiglu_prepare != nullptr && !prepared_next) {
-    launch_pdl(imma_prepare_kernel<true>, dim3(static_cast<unsigned int>(ta.a.seg[0].w.rows / 64)), dim3(32), 0, s,
-               static_cast<const float*>(ta.a.swiglu_out), ta.a.swiglu_stride, ta.a.rows,
-               static_cast<WarpX*>(ta.a.swiglu_prepare));
-    check_launch("imma_prepare (swiglu)");
-  }
+  if (ta.a.swiglu_prepare != nullptr && !prepared_next)
+    prepare_terms<true>(ta.a.swiglu_out, ta.a.swiglu_stride, ta.a.rows, ta.a.seg[0].w.rows, ta.a.swiglu_prepare, s);
 }
 
 template <ElemType SE>
@@ -344,8 +344,9 @@ bool imma_norm_fusable(const WeightView& w, std::int64_t rows, std::int64_t cols
 
 bool swiglu_prepare_fusable(const WeightView& gate, const WeightView& down, std::int64_t rows) {
   static const bool on = tiled::env_int("TF_CUDA_SWIGLU_PREPARE", 1) != 0;  // A/B runs
+  // imma_eligible(down) makes its K, the gate's rows, whole pairs of 64.
   return on && tiled::imma_eligible(gate) && tiled::imma_eligible(down) && down.group == 64 && down.cols == gate.rows &&
-         gate.rows % 64 == 0 && rows >= 1 && rows <= kMaxDecodeRows;
+         rows >= 1 && rows <= kMaxDecodeRows;
 }
 
 bool attention_prepare_fusable(const WeightView& w, int heads, int head_dim) {
