@@ -6,7 +6,9 @@ A greedy decode step ends with the greedy kernel; within a step, the integer mat
 gate/up and down per layer, then the lm_head. With programmatic dependent launch the kernels overlap, so a
 kernel's own duration says little about the step's time; what it adds is end(k) - end(k - 1) in launch order
 (the critical path): additive, summing to the step's span. Steps of the most common kernel count, the last
-three quarters of the run (warm), medians over steps.
+three quarters of the run (warm), medians over steps. The gap before a step is the time from the previous
+step's greedy kernel to this step's first kernel: the host's share of a step that no kernel overlaps (the
+token's way back, the first piece's recording, planning and launch).
 """
 import collections
 import statistics
@@ -43,10 +45,13 @@ def main(path, label):
         print(f"{label}: no greedy steps in the trace")
         return
     common = collections.Counter(len(s) for s in steps).most_common(1)[0][0]
-    path_us, own_us, spans = collections.defaultdict(list), collections.defaultdict(list), []
-    for s in steps[len(steps) // 4:]:
+    path_us, own_us, spans, gaps = collections.defaultdict(list), collections.defaultdict(list), [], []
+    for i in range(len(steps) // 4, len(steps)):
+        s = steps[i]
         if len(s) != common:
             continue
+        if i > 0:  # the GPU idle between the previous step's greedy kernel and this step's first kernel
+            gaps.append(max(s[0][0] - steps[i - 1][-1][1], 0.0) / 1e3)
         n_stream = sum("imma_stream" in k[2] for k in s)
         i_stream, prev_end = 0, s[0][0]
         on_path, own = collections.defaultdict(float), collections.defaultdict(float)
@@ -61,7 +66,8 @@ def main(path, label):
             own_us[r].append(own[r] / 1e3)
         spans.append((s[-1][1] - s[0][0]) / 1e3)
     print(f"{label}: {len(steps)} steps, {len(spans)} used ({common} kernels each); "
-          f"step span median {statistics.median(spans):.1f} us")
+          f"step span median {statistics.median(spans):.1f} us, "
+          f"gap before a step median {statistics.median(gaps) if gaps else 0.0:.1f} us")
     for r in sorted(path_us, key=lambda r: -statistics.median(path_us[r])):
         print(f"  {r:10s} critical path {statistics.median(path_us[r]):8.1f} us a step   "
               f"kernels' own start-to-end {statistics.median(own_us[r]):8.1f} us a step")
