@@ -19,7 +19,8 @@
 // Every variant reads the same bytes, the whole matrices to within a batch of warp-loads each (before
 // session 12 the per-warp share was rounded down: the per-matrix variant read 86% of the 8B bytes, the
 // persistent ones other fractions, so their µs were not comparable). Each variant either folds the words
-// (reads only) or does a stand-in of the integer matmul's arithmetic on them (`matmul_unit`).
+// (reads only) or does a stand-in of the integer matmul's arithmetic on them (`matmul_unit`): the 3-8-row
+// form (three x terms, or two), or since session 14 the 1-2-row form a decode step runs (one mma a unit).
 // The attention phase keeps 80 blocks busy for 0, 4 or 10 µs (a spin), as the real one takes time.
 //   tf_cuda_stack_probe [8b|27b]...   (both without arguments)
 #include <cuda_runtime.h>
@@ -55,6 +56,25 @@ __device__ __forceinline__ void mma_u8s8(int (&d)[4], const unsigned (&a)[4], un
 
 template <int TERMS>
 __device__ __forceinline__ void matmul_unit(const uint4 w, int lane, float (&out)[4]) {
+  if constexpr (TERMS == 1) {
+    // The kernel's 1-2-row form (decode_linear_imma_stream.cu, PACKED): the three terms of one activation
+    // row share an mma as columns, so a unit of 32 k is one mma.m16n8k32; a quad shuffle puts a row's
+    // three sums together, and each lane scales two outputs (weight rows r and r + 8).
+    const unsigned b = 0x01010101u * static_cast<unsigned>(lane);
+    int d[4] = {0, 0, 0, 0};
+    const unsigned a0[4] = {w.x & 0x0F0F0F0Fu, w.y & 0x0F0F0F0Fu, (w.x >> 4) & 0x0F0F0F0Fu, (w.y >> 4) & 0x0F0F0F0Fu};
+    const unsigned a1[4] = {w.z & 0x0F0F0F0Fu, w.w & 0x0F0F0F0Fu, (w.z >> 4) & 0x0F0F0F0Fu, (w.w >> 4) & 0x0F0F0F0Fu};
+    mma_u8s8(d, a0, b, b ^ 1u);
+    mma_u8s8(d, a1, b + 1u, b ^ 2u);
+    const int n0 = __shfl_down_sync(0xffffffffu, d[0], 1), n2 = __shfl_down_sync(0xffffffffu, d[2], 1);
+    const int whole0 = d[0] * 16384 + d[1] * 128 + n0, whole1 = d[2] * 16384 + d[3] * 128 + n2;
+    const float ex = __uint_as_float(0x30000000u | static_cast<unsigned>(lane)), ey = 0.5f;  // the group's steps
+    out[0] = __fmaf_rn(__fmul_rn(__uint_as_float(w.x << 16), ex), static_cast<float>(whole0),
+                       __fmaf_rn(__uint_as_float(w.x & 0xFFFF0000u), ey, out[0]));
+    out[1] = __fmaf_rn(__fmul_rn(__uint_as_float(w.y << 16), ex), static_cast<float>(whole1),
+                       __fmaf_rn(__uint_as_float(w.y & 0xFFFF0000u), ey, out[1]));
+    return;
+  }
   const unsigned lo[4] = {w.x & 0x0F0F0F0Fu, w.y & 0x0F0F0F0Fu, w.z & 0x0F0F0F0Fu, w.w & 0x0F0F0F0Fu};
   const unsigned hi[4] = {(w.x >> 4) & 0x0F0F0F0Fu, (w.y >> 4) & 0x0F0F0F0Fu, (w.z >> 4) & 0x0F0F0F0Fu,
                           (w.w >> 4) & 0x0F0F0F0Fu};
@@ -306,6 +326,7 @@ __global__ void ring_kernel(Ring r, int stages, int chunk, unsigned* count, int 
           const uint4 w0 = v[u * 32 + (t & 31)];
           const uint4 w1 = u2 * 32 < n ? v[u2 * 32 + (t & 31)] : make_uint4(0, 0, 0, 0);
           if (work == 3) matmul_unit<3>(w0, t & 31, out), matmul_unit<3>(w1, t & 31, out2);
+          if (work == 1) matmul_unit<1>(w0, t & 31, out), matmul_unit<1>(w1, t & 31, out2);
           if (work == 2) matmul_unit<2>(w0, t & 31, out), matmul_unit<2>(w1, t & 31, out2);
         }
       }
@@ -340,6 +361,11 @@ void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, int smem, cudaS
   cfg.attrs = attr;
   cfg.numAttrs = 1;
   cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
+// How a variant's label names the consumers' work (TERMS / work: 0 reads only).
+const char* work_name(int terms) {
+  return terms == 3 ? " doing matmul (3 terms)" : terms == 2 ? " doing matmul (2 terms)" : terms == 1 ? " doing matmul (1 row)" : "";
 }
 
 struct Shape {
@@ -463,7 +489,7 @@ int probe(const Shape& sh, int sms) {
       std::printf(
           "per-matrix kernels (graph, PDL, 32 warps an SM, 4 loads ahead; %d registers, %d KB shared)%s: %7.1f us, "
           "%.2f TB/s\n",
-          regs, smem >> 10, T ? " doing matmul (3 terms)" : "", us, read / us / 1e6);
+          regs, smem >> 10, work_name(T), us, read / us / 1e6);
       cudaGraphExecDestroy(ge);
       cudaGraphDestroy(g);
     };
@@ -471,6 +497,7 @@ int probe(const Shape& sh, int sms) {
     per_matrix(std::integral_constant<int, 0>{}, 0);
     per_matrix(std::integral_constant<int, 0>{}, 56 << 10);
     per_matrix(std::integral_constant<int, 3>{}, 0);
+    per_matrix(std::integral_constant<int, 1>{}, 0);
     auto persistent = [&](auto depth, auto ahead, int warps_per_sm, auto terms) {
       constexpr int D = decltype(depth)::value;
       constexpr bool A = decltype(ahead)::value;
@@ -499,25 +526,30 @@ int probe(const Shape& sh, int sms) {
           20);
       std::printf("persistent, %2d warps an SM, %d loads a lane in flight, %s%s: %7.1f us, %.2f TB/s\n",
                   warps_per_sm, D, A ? "next matrix's loads before the barrier" : "loads after the barrier         ",
-                  T ? " doing matmul (3 terms)" : "", us, read / us / 1e6);
+                  work_name(T), us, read / us / 1e6);
     };
     const std::integral_constant<int, 0> reads;
     const std::integral_constant<int, 3> matmul;
+    const std::integral_constant<int, 1> matmul_1row;
     for (int w : {16, 32}) {
       persistent(std::integral_constant<int, 4>{}, std::false_type{}, w, reads);
       persistent(std::integral_constant<int, 4>{}, std::true_type{}, w, reads);
       persistent(std::integral_constant<int, 8>{}, std::true_type{}, w, reads);
       persistent(std::integral_constant<int, 4>{}, std::true_type{}, w, matmul);
       persistent(std::integral_constant<int, 8>{}, std::true_type{}, w, matmul);
+      persistent(std::integral_constant<int, 4>{}, std::true_type{}, w, matmul_1row);
+      persistent(std::integral_constant<int, 8>{}, std::true_type{}, w, matmul_1row);
     }
     // Persistent with the weight ring: one block an SM, a producer warp and 8 consumer warps.
     // {ring KB, copy KB, copies in flight (0: as many as the ring holds), consumer warps, barriers,
-    //  consumers' work (0: a XOR of the words; 3 or 2: the integer matmul's arithmetic with 3 or 2 x terms)}
+    //  consumers' work (0: a XOR of the words; 3 or 2: the integer matmul's arithmetic with 3 or 2 x terms; 1: its
+    //  one-row form)}
     const int cfgs[][6] = {{192, 16, 0, 8, 1, 0},  {192, 16, 2, 8, 1, 0},  {192, 16, 3, 8, 1, 0},
                            {192, 16, 4, 8, 1, 0},  {192, 16, 3, 16, 1, 0}, {192, 32, 2, 8, 1, 0},
                            {96, 16, 3, 8, 1, 0},   {192, 16, 3, 8, 0, 0},  {192, 16, 3, 8, 1, 3},
                            {192, 16, 3, 16, 1, 3}, {192, 16, 3, 8, 0, 3},  {192, 16, 3, 16, 0, 3},
-                           {192, 16, 3, 8, 1, 2},  {192, 16, 3, 16, 1, 2}, {192, 16, 3, 16, 0, 2}};
+                           {192, 16, 3, 8, 1, 2},  {192, 16, 3, 16, 1, 2}, {192, 16, 3, 16, 0, 2},
+                           {192, 16, 3, 8, 1, 1},  {192, 16, 3, 16, 1, 1}, {192, 16, 3, 16, 0, 1}};
     for (const auto& c : cfgs) {
       const int kb = c[0], chunk = c[1] << 10, inflight = c[2], cw = c[3], deps = c[4], work = c[5];
       if (!deps && attn_ns > 0) continue;
@@ -552,10 +584,7 @@ int probe(const Shape& sh, int sms) {
       std::printf(
           "persistent, weight ring of %3d KB an SM (copies of %2d KB, %2d in flight), %2d consumer warps%s%s: %7.1f "
           "us, %.2f TB/s; a block: %.0f us to issue, %.0f us for a full stage, %.0f us at barriers\n",
-          kb, chunk >> 10, inflight ? inflight : stages, cw,
-          work == 3   ? " doing matmul (3 terms)"
-          : work == 2 ? " doing matmul (2 terms)"
-                      : "",
+          kb, chunk >> 10, inflight ? inflight : stages, cw, work_name(work),
           deps ? "" : ", no barriers", us, read / us / 1e6,
           st[0] / 1e3 / sms, st[1] / 1e3 / sms, st[2] / 1e3 / sms);
     }
