@@ -136,10 +136,14 @@ __device__ void grid_barrier(unsigned* count, unsigned& target, int first, int t
 }
 
 // Barriers before matrix m (m > 0): one after the previous matrix, and for an o projection (m % 4 == 1) a
-// second one after the attention phase, in which `attn_blocks` blocks spin for attn_ns.
+// second one after the attention phase, in which `attn_blocks` blocks spin for attn_ns. `fewer` (session
+// 14): the dependencies a restructured persistent kernel could drop (docs/cuda.md): none before the down
+// projection (a block's gate/up rows are its own down K range) and none between q/k/v and the attention
+// phase (blocks of whole heads); the down's partial sums and their reduction are not modelled.
 __device__ void dependency(int m, unsigned* count, unsigned& target, int first, int threads, int attn_blocks,
-                           long long attn_ns) {
-  grid_barrier(count, target, first, threads);
+                           long long attn_ns, bool fewer = false) {
+  if (fewer && m % 4 == 3) return;
+  if (!fewer || m % 4 != 1) grid_barrier(count, target, first, threads);
   if (m % 4 == 1) {
     if (static_cast<int>(blockIdx.x) < attn_blocks && attn_ns > 0) spin_ns(attn_ns);
     grid_barrier(count, target, first, threads);
@@ -248,7 +252,8 @@ __device__ __forceinline__ unsigned long long now_ns() {
 
 // stall[0]: ns the producers waited to issue a copy (a free stage, or fewer than `inflight` outstanding),
 // stall[1]: ns the consumers waited for a full stage, stall[2]: ns they spent at the barriers (attention
-// phases included); each summed over blocks. deps = 0 drops the barriers and the attention phase.
+// phases included); each summed over blocks. deps = 0 drops the barriers and the attention phase; 2 keeps
+// three of the five a layer (dependency's `fewer`).
 __global__ void ring_kernel(Ring r, int stages, int chunk, unsigned* count, int attn_blocks, long long attn_ns,
                             unsigned* sink, int deps, int inflight, int work, unsigned long long* stall) {
 #if __CUDA_ARCH__ >= 900
@@ -304,7 +309,7 @@ __global__ void ring_kernel(Ring r, int stages, int chunk, unsigned* count, int 
   for (int m = 0; m < r.n; ++m) {
     if (m > 0 && deps) {  // the dependencies of the per-matrix and persistent variants
       const unsigned long long t0 = t == 0 ? now_ns() : 0;
-      dependency(m, count, target, 32, consumers, attn_blocks, attn_ns);
+      dependency(m, count, target, 32, consumers, attn_blocks, attn_ns, deps == 2);
       if (t == 0) at_barriers += now_ns() - t0;
     }
     for (long long off = 0; off < r.bytes[m]; off += chunk) {
@@ -541,7 +546,8 @@ int probe(const Shape& sh, int sms) {
       persistent(std::integral_constant<int, 8>{}, std::true_type{}, w, matmul_1row);
     }
     // Persistent with the weight ring: one block an SM, a producer warp and 8 consumer warps.
-    // {ring KB, copy KB, copies in flight (0: as many as the ring holds), consumer warps, barriers,
+    // {ring KB, copy KB, copies in flight (0: as many as the ring holds), consumer warps, barriers (2: the
+    //  three dependencies a layer of `dependency(..., fewer)`),
     //  consumers' work (0: a XOR of the words; 3 or 2: the integer matmul's arithmetic with 3 or 2 x terms; 1: its
     //  one-row form)}
     const int cfgs[][6] = {{192, 16, 0, 8, 1, 0},  {192, 16, 2, 8, 1, 0},  {192, 16, 3, 8, 1, 0},
@@ -549,7 +555,8 @@ int probe(const Shape& sh, int sms) {
                            {96, 16, 3, 8, 1, 0},   {192, 16, 3, 8, 0, 0},  {192, 16, 3, 8, 1, 3},
                            {192, 16, 3, 16, 1, 3}, {192, 16, 3, 8, 0, 3},  {192, 16, 3, 16, 0, 3},
                            {192, 16, 3, 8, 1, 2},  {192, 16, 3, 16, 1, 2}, {192, 16, 3, 16, 0, 2},
-                           {192, 16, 3, 8, 1, 1},  {192, 16, 3, 16, 1, 1}, {192, 16, 3, 16, 0, 1}};
+                           {192, 16, 3, 8, 1, 1},  {192, 16, 3, 16, 1, 1}, {192, 16, 3, 16, 0, 1},
+                           {192, 16, 3, 16, 2, 0}, {192, 16, 3, 16, 2, 1}};
     for (const auto& c : cfgs) {
       const int kb = c[0], chunk = c[1] << 10, inflight = c[2], cw = c[3], deps = c[4], work = c[5];
       if (!deps && attn_ns > 0) continue;
@@ -585,7 +592,7 @@ int probe(const Shape& sh, int sms) {
           "persistent, weight ring of %3d KB an SM (copies of %2d KB, %2d in flight), %2d consumer warps%s%s: %7.1f "
           "us, %.2f TB/s; a block: %.0f us to issue, %.0f us for a full stage, %.0f us at barriers\n",
           kb, chunk >> 10, inflight ? inflight : stages, cw, work_name(work),
-          deps ? "" : ", no barriers", us, read / us / 1e6,
+          deps == 2 ? ", 3 dependencies a layer" : deps ? "" : ", no barriers", us, read / us / 1e6,
           st[0] / 1e3 / sms, st[1] / 1e3 / sms, st[2] / 1e3 / sms);
     }
   }
