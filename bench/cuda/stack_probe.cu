@@ -331,8 +331,8 @@ __global__ void ring_kernel(Ring r, int stages, int chunk, unsigned* count, int 
           const uint4 w0 = v[u * 32 + (t & 31)];
           const uint4 w1 = u2 * 32 < n ? v[u2 * 32 + (t & 31)] : make_uint4(0, 0, 0, 0);
           if (work == 3) matmul_unit<3>(w0, t & 31, out), matmul_unit<3>(w1, t & 31, out2);
-          if (work == 1) matmul_unit<1>(w0, t & 31, out), matmul_unit<1>(w1, t & 31, out2);
           if (work == 2) matmul_unit<2>(w0, t & 31, out), matmul_unit<2>(w1, t & 31, out2);
+          if (work == 1) matmul_unit<1>(w0, t & 31, out), matmul_unit<1>(w1, t & 31, out2);
         }
       }
       __syncwarp();
@@ -370,7 +370,8 @@ void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, int smem, cudaS
 
 // How a variant's label names the consumers' work (TERMS / work: 0 reads only).
 const char* work_name(int terms) {
-  return terms == 3 ? " doing matmul (3 terms)" : terms == 2 ? " doing matmul (2 terms)" : terms == 1 ? " doing matmul (1 row)" : "";
+  if (terms == 0) return "";
+  return terms == 3 ? " doing matmul (3 terms)" : terms == 2 ? " doing matmul (2 terms)" : " doing matmul (1 row)";
 }
 
 struct Shape {
