@@ -68,6 +68,17 @@ struct StreamRows {
   std::int64_t rows = 0;
 };
 
+// Greedy ids the device may still be computing (Backend::argmax_rows_async). A later step's embedding can
+// read them where they are (Backend::embed of DeviceIds), so the device runs step t + 1 while the host is
+// still on its way to token t: no idle gap between greedy steps.
+class DeviceIds {
+ public:
+  virtual ~DeviceIds() = default;
+  virtual std::int64_t rows() const = 0;
+  // Waits for the ids (argmax_rows' values, bit for bit) and returns them.
+  virtual const std::vector<std::int32_t>& get() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -105,6 +116,17 @@ class Backend {
   // giving 0 (the engine's greedy_token, bit for bit). Only where has_argmax_rows().
   virtual std::vector<std::int32_t> argmax_rows(const Tensor& /*x*/) {
     throw std::logic_error("argmax_rows: this backend leaves greedy sampling to the host");
+  }
+  // Whether argmax_rows_async and embedding DeviceIds work here.
+  virtual bool has_device_ids() const { return false; }
+  // argmax_rows queued without waiting: the ids stay on the device until get().
+  virtual std::shared_ptr<DeviceIds> argmax_rows_async(const Tensor& /*x*/) {
+    throw std::logic_error("argmax_rows_async: this backend has no device ids");
+  }
+  // [ids.rows(), cols] rows of `table` for ids still on the device, read there: the same values as embed of
+  // ids.get() (an id out of range reads row 0; argmax ids never are).
+  virtual Tensor embed(const DeviceWeight& /*table*/, const std::shared_ptr<DeviceIds>& /*ids*/) {
+    throw std::logic_error("embed: this backend has no device ids");
   }
   // Gives memory the backend keeps for reuse (freed buffers it caches) back to the system; the engine calls it
   // when no stream runs, so that an idle server returns to its idle footprint.

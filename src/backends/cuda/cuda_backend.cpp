@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cuda_device_ids.h"
 #include "backends/cuda/cuda_kv_cache.h"
 #include "backends/cuda/cuda_support.h"
 #include "backends/cuda/cuda_tape.h"
@@ -44,6 +45,7 @@ class CudaBackendImpl final : public CudaBackend {
     runner_.reset();  // its graphs and buffers, before the stream goes
     cudaFreeHost(stage_);
     cudaFree(argmax_dev_);
+    cudaFree(async_scratch_);
     for (auto& [k, p] : rope_tables_) cudaFree(p);
     cudaStreamDestroy(stream_);
   }
@@ -91,6 +93,17 @@ class CudaBackendImpl final : public CudaBackend {
     op.w = weight_view(table);
     op.ids.assign(ids.begin(), ids.end());
     return record(std::move(op), static_cast<std::int64_t>(ids.size()), table.cols);
+  }
+
+  Tensor embed(const DeviceWeight& table, const std::shared_ptr<DeviceIds>& ids) override {
+    auto* d = dynamic_cast<CudaDeviceIds*>(ids.get());
+    if (d == nullptr) throw std::invalid_argument("embed: ids from another backend");
+    Op op(Kind::Embed);
+    op.w = weight_view(table);
+    op.ids.assign(static_cast<std::size_t>(d->rows()), 0);  // placeholders; the dyn block gets d's ids on the device
+    op.ids_dev = d->device();
+    op.fed = ids;
+    return record(std::move(op), d->rows(), table.cols);
   }
 
   Tensor rms_norm(const Tensor& x, const DeviceWeight& weight, float eps) override {
@@ -200,6 +213,7 @@ class CudaBackendImpl final : public CudaBackend {
   std::vector<float> to_host(const Tensor& x) override {
     auto a = act(x);
     if (a->pending) flush();
+    pieces_ = 0;
     const std::size_t bytes = static_cast<std::size_t>(a->rows * a->cols) * 4;
     ensure_stage(bytes);
     TF_CK(cudaMemcpyAsync(stage_, a->ptr, bytes, cudaMemcpyDeviceToHost, stream_));
@@ -222,26 +236,38 @@ class CudaBackendImpl final : public CudaBackend {
     auto a = act(x);
     // The tape's launches, then the argmax and the ids' copy, queued back to back with one wait at the end:
     // waiting for the tape first left the GPU idle while the host woke up and launched the argmax.
-    if (a->pending) runner_->run(ops_, /*wait=*/false);
     const auto rows = static_cast<std::size_t>(a->rows);
     const std::size_t ids_bytes = align_up(rows * sizeof(std::int32_t), 256);
-    const std::size_t need = ids_bytes + cuda::greedy_rows_scratch_bytes(a->rows);
-    if (need > argmax_bytes_) {
-      TF_CK(cudaStreamSynchronize(stream_));  // an earlier argmax may still use the old buffer
-      cudaFree(argmax_dev_);
-      argmax_dev_ = nullptr;
-      argmax_bytes_ = align_up(need, 4096);
-      TF_CK(cudaMalloc(&argmax_dev_, argmax_bytes_));
-      TF_CK(cudaMemsetAsync(argmax_dev_, 0, argmax_bytes_, stream_));  // the scratch starts zeroed
-    }
+    void* scratch = argmax_scratch(a, ids_bytes);
     ensure_stage(rows * sizeof(std::int32_t));
     auto* ids = static_cast<std::int32_t*>(argmax_dev_);
-    cuda::greedy_rows(a->ptr, a->rows, a->cols, ids, static_cast<char*>(argmax_dev_) + ids_bytes, stream_);
+    cuda::greedy_rows(a->ptr, a->rows, a->cols, ids, scratch, stream_);
     TF_CK(cudaMemcpyAsync(stage_, ids, rows * sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream_));
     runner_->wait();
     std::vector<std::int32_t> out(rows);
     std::memcpy(out.data(), stage_, rows * sizeof(std::int32_t));
     return out;
+  }
+
+  bool has_device_ids() const override { return true; }
+  std::shared_ptr<DeviceIds> argmax_rows_async(const Tensor& x) override {
+    auto a = act(x);
+    if (a->rows > DeviceIdSlots::kMaxRows)
+      throw std::invalid_argument("argmax_rows_async: more than " + std::to_string(DeviceIdSlots::kMaxRows) + " rows");
+    queue_tape_of(a);
+    if (async_scratch_ == nullptr) {  // its own: argmax_rows' scratch sits at an offset that depends on its rows
+      const std::size_t bytes = cuda::greedy_rows_scratch_bytes(DeviceIdSlots::kMaxRows);
+      TF_CK(cudaMalloc(&async_scratch_, bytes));
+      TF_CK(cudaMemsetAsync(async_scratch_, 0, bytes, stream_));  // the scratch starts zeroed
+    }
+    void* scratch = async_scratch_;
+    auto ids = std::make_shared<CudaDeviceIds>(id_slots_, id_slots_->take(), a->rows);
+    cuda::greedy_rows(a->ptr, a->rows, a->cols, ids->device(), scratch, stream_);
+    TF_CK(cudaMemcpyAsync(ids->host(), ids->device(), static_cast<std::size_t>(a->rows) * sizeof(std::int32_t),
+                          cudaMemcpyDeviceToHost, stream_));
+    TF_CK(cudaEventRecord(ids->copied(), stream_));
+    runner_->end_step();
+    return ids;
   }
 
   std::vector<std::int32_t> sample(const Tensor& logits, std::span<const cuda::SampleArgs> args) override {
@@ -312,7 +338,32 @@ class CudaBackendImpl final : public CudaBackend {
     TF_CK(cudaMallocHost(&stage_, stage_bytes_));
   }
 
-  void flush() { runner_->run(ops_); }
+  void flush() {
+    runner_->run(ops_);
+    pieces_ = 0;
+  }
+
+  // Queues the tape that computes `a` (the last piece of a step) without waiting.
+  void queue_tape_of(const ActP& a) {
+    if (a->pending) runner_->run(ops_, /*wait=*/false);
+    pieces_ = 0;
+  }
+
+  // Queues x's tape (a step's last piece) and returns the greedy kernel's scratch, which follows the first
+  // `ids_bytes` of argmax_dev_ (argmax_rows' ids).
+  void* argmax_scratch(const ActP& a, std::size_t ids_bytes) {
+    queue_tape_of(a);
+    const std::size_t need = ids_bytes + cuda::greedy_rows_scratch_bytes(a->rows);
+    if (need > argmax_bytes_) {
+      TF_CK(cudaStreamSynchronize(stream_));  // an earlier argmax may still use the old buffer
+      cudaFree(argmax_dev_);
+      argmax_dev_ = nullptr;
+      argmax_bytes_ = align_up(need, 4096);
+      TF_CK(cudaMalloc(&argmax_dev_, argmax_bytes_));
+      TF_CK(cudaMemsetAsync(argmax_dev_, 0, argmax_bytes_, stream_));  // the scratch starts zeroed
+    }
+    return static_cast<char*>(argmax_dev_) + ids_bytes;
+  }
 
   // A decode tape goes to the GPU in pieces while the model records the rest of the step: the host records
   // ~0.4 µs an op, ~200 µs a step of the 8B shape, and the GPU idled through all of it (session 9). A piece
@@ -326,15 +377,18 @@ class CudaBackendImpl final : public CudaBackend {
   void maybe_launch_piece(const Tensor& x) {
     if (piece_ops_ <= 0) return;
     std::int64_t least = piece_ops_;
-    for (int i = 0; i < runner_->queued() && least < (std::int64_t{1} << 40); ++i) least *= piece_growth_;
+    for (int i = 0; i < pieces_ && least < (std::int64_t{1} << 40); ++i) least *= piece_growth_;
     if (static_cast<std::int64_t>(ops_.size()) < least) return;
     auto* xa = dynamic_cast<Act*>(x.impl());
     if (xa == nullptr || !xa->pending) return;
     if (!decode_tape(ops_)) return;  // a prefill tape: one piece
+    // A step fed on the device is recorded while the step before it runs: one piece, no boundary to pay.
+    if (ops_.front().ids_dev != nullptr) return;
     const std::vector<char> escapes = tape_escapes(ops_);
     for (std::size_t i = 0; i < ops_.size(); ++i)
       if (escapes[i] && ops_[i].out.get() != xa) return;  // the caller holds more than x
     runner_->run(ops_, /*wait=*/false);
+    ++pieces_;
   }
   const std::int64_t piece_ops_ = env_i64("TF_CUDA_PIECE_OPS", 64);
   const std::int64_t piece_growth_ = std::max<std::int64_t>(1, env_i64("TF_CUDA_PIECE_GROWTH", 4));
@@ -346,6 +400,9 @@ class CudaBackendImpl final : public CudaBackend {
   void* stage_ = nullptr;
   std::size_t stage_bytes_ = 0;
   void* argmax_dev_ = nullptr;  // argmax_rows' ids on the device
+  void* async_scratch_ = nullptr;  // argmax_rows_async's greedy scratch
+  std::shared_ptr<DeviceIdSlots> id_slots_ = std::make_shared<DeviceIdSlots>();
+  int pieces_ = 0;  // pieces of the step being recorded queued so far
   std::size_t argmax_bytes_ = 0;
   std::map<std::string, float*> rope_tables_;
   std::unique_ptr<TapeRunner> runner_;  // runs the tapes; reset in the destructor before stream_ goes

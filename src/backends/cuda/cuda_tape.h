@@ -71,6 +71,10 @@ struct Op {
   WeightView w;
   const float* norm = nullptr;
   std::vector<std::int32_t> ids;
+  // Embed fed on the device: the ids are read from here (Backend::embed of DeviceIds) over `ids`, which then
+  // hold placeholders; `fed` keeps them alive.
+  const std::int32_t* ids_dev = nullptr;
+  std::shared_ptr<const void> fed;
   std::vector<float> host;  // Upload
   float eps = 0.0f;
   int heads = 0, head_dim = 0;

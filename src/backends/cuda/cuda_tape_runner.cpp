@@ -33,15 +33,13 @@ TapeRunner::~TapeRunner() {
   cudaFree(arena_);
   cudaFree(dyn_dev_);
   cudaFreeHost(dyn_host_);
+  for (cudaEvent_t e : dyn_copied_) cudaEventDestroy(e);
   cudaFree(imma_scratch_);
   cudaFree(attn_work_);
 }
 
 void TapeRunner::run(std::vector<Op>& tape, bool wait) {
   if (tape.empty()) return;
-  // Each run since the last wait has a dyn slot of its own (kDynSlots); past them, wait and start over.
-  if (queued_ == kDynSlots) this->wait();
-  slot_ = queued_;
   flush_start_ = std::chrono::steady_clock::now();
   wait_ = wait;
   std::vector<Op> ops = std::move(tape);
@@ -71,13 +69,13 @@ void TapeRunner::run(std::vector<Op>& tape, bool wait) {
   // 3. dyn block layout and launches.
   const std::vector<DynRefs> dref = build_dyn(ops);
   reserve_launch_buffers(ops);
-  const LaunchBuffers buffers{.dyn_dev = dyn_dev(), .attn_work = attn_work_,
+  const LaunchBuffers buffers{.dyn_dev = dyn_dev_, .attn_work = attn_work_,
                               .imma_scratch = imma_scratch_,
                               .imma_scratch_alt = static_cast<char*>(imma_scratch_) + imma_scratch_bytes_,
                               .imma_scratch_bytes = imma_scratch_bytes_};
   const std::vector<Launch> launches = build_launches(ops, fusion.steps, dref, buffers);
   // 4. run
-  run_or_capture(ops, launches, memory, use_graph);
+  run_or_capture(ops, dref, launches, memory, use_graph);
 }
 
 bool TapeRunner::replay(std::vector<Op>& ops, const std::vector<char>& esc) {
@@ -96,11 +94,7 @@ bool TapeRunner::replay(std::vector<Op>& ops, const std::vector<char>& esc) {
                         ? reinterpret_cast<float*>(static_cast<char*>(arena_) + plan.offset[static_cast<std::size_t>(i)])
                         : nullptr;
         }
-        build_dyn(ops);
-        if (!dyn_.empty()) {
-          std::memcpy(dyn_host(), dyn_.data(), dyn_.size());
-          TF_CK(cudaMemcpyAsync(dyn_dev(), dyn_host(), dyn_.size(), cudaMemcpyHostToDevice, stream_));
-        }
+        upload_dyn(ops, build_dyn(ops));
         TF_CK(cudaGraphLaunch(plan.exec, stream_));
         ++stats_.graph_replays;
         step_launches_ += plan.launches;
@@ -151,8 +145,12 @@ void TapeRunner::reserve_launch_buffers(const std::vector<Op>& ops) {
     cudaFree(dyn_dev_);
     cudaFreeHost(dyn_host_);
     dyn_bytes_ = align_up(dyn_.size(), 1 << 16);
-    TF_CK(cudaMalloc(&dyn_dev_, dyn_bytes_ * kDynSlots));
+    TF_CK(cudaMalloc(&dyn_dev_, dyn_bytes_));
     TF_CK(cudaMallocHost(&dyn_host_, dyn_bytes_ * kDynSlots));
+    if (dyn_copied_.empty()) {
+      dyn_copied_.resize(kDynSlots);
+      for (cudaEvent_t& e : dyn_copied_) TF_CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    }
   }
   if (max_attn_rows > 0) {
     const std::size_t work = cuda::decode_attention_work_floats(static_cast<int>(max_attn_rows), max_heads, max_dim, max_splits);
@@ -166,15 +164,12 @@ void TapeRunner::reserve_launch_buffers(const std::vector<Op>& ops) {
   }
 }
 
-void TapeRunner::run_or_capture(std::vector<Op>& ops, const std::vector<Launch>& launches, const ArenaPlan& memory,
-                                bool use_graph) {
+void TapeRunner::run_or_capture(std::vector<Op>& ops, const std::vector<DynRefs>& dref,
+                                const std::vector<Launch>& launches, const ArenaPlan& memory, bool use_graph) {
   const std::vector<std::size_t>& offset = memory.offset;
   const std::vector<bool>& needed = memory.needed;
   step_launches_ += static_cast<std::int64_t>(launches.size());
-  if (!dyn_.empty()) {
-    std::memcpy(dyn_host(), dyn_.data(), dyn_.size());
-    TF_CK(cudaMemcpyAsync(dyn_dev(), dyn_host(), dyn_.size(), cudaMemcpyHostToDevice, stream_));
-  }
+  upload_dyn(ops, dref);
   if (use_graph) {
     if (plan_count_ >= kMaxGraphs) {
       TF_CK(cudaStreamSynchronize(stream_));
@@ -243,7 +238,7 @@ void TapeRunner::signature(const std::vector<Op>& ops, std::vector<std::uint64_t
 }
 
 void TapeRunner::push_buffers(std::vector<std::uint64_t>& sig) const {
-  for (const void* p : {arena_, dyn_dev(), attn_work_, imma_scratch_})
+  for (const void* p : {arena_, dyn_dev_, attn_work_, imma_scratch_})
     sig.push_back(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p)));
 }
 
@@ -303,10 +298,24 @@ std::vector<DynRefs> TapeRunner::build_dyn(const std::vector<Op>& ops) {
   return dref;
 }
 
+void TapeRunner::upload_dyn(const std::vector<Op>& ops, const std::vector<DynRefs>& dref) {
+  if (dyn_.empty()) return;
+  const int slot = host_slot_;
+  host_slot_ = (host_slot_ + 1) % kDynSlots;
+  void* host = static_cast<char*>(dyn_host_) + static_cast<std::size_t>(slot) * dyn_bytes_;
+  TF_CK(cudaEventSynchronize(dyn_copied_[static_cast<std::size_t>(slot)]));  // run long ago, as a rule
+  std::memcpy(host, dyn_.data(), dyn_.size());
+  TF_CK(cudaMemcpyAsync(dyn_dev_, host, dyn_.size(), cudaMemcpyHostToDevice, stream_));
+  TF_CK(cudaEventRecord(dyn_copied_[static_cast<std::size_t>(slot)], stream_));
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].kind == Kind::Embed && ops[i].ids_dev != nullptr)
+      TF_CK(cudaMemcpyAsync(static_cast<char*>(dyn_dev_) + dref[i].ids, ops[i].ids_dev, ops[i].ids.size() * 4,
+                            cudaMemcpyDeviceToDevice, stream_));
+}
+
 void TapeRunner::finish(std::vector<Op>& ops) {
   stats_.plan_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - flush_start_).count();
   // The outputs are ready in stream order; whoever reads them on the host waits first (wait()).
-  ++queued_;
   if (wait_) wait();
   for (auto& op : ops) {
     op.out->pending = false;
@@ -317,10 +326,13 @@ void TapeRunner::finish(std::vector<Op>& ops) {
 void TapeRunner::wait() {
   const auto t0 = std::chrono::steady_clock::now();
   TF_CK(cudaStreamSynchronize(stream_));
-  queued_ = 0;
+  end_step();
+  stats_.wait_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void TapeRunner::end_step() {
   if (step_launches_ > 0) stats_.launches = step_launches_;
   step_launches_ = 0;
-  stats_.wait_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void TapeRunner::clear_graphs() {

@@ -31,10 +31,10 @@ class TapeRunner {
   // wait = false once the launches are queued (the caller then queues its own work, or more tapes: the
   // pieces of one decode step, and calls wait()).
   void run(std::vector<Op>& tape, bool wait = true);
-  // Waits for everything queued on the stream (counted in the stats' wait time).
+  // Waits for everything queued on the stream (counted in the stats' wait time); ends a step.
   void wait();
-  // Runs queued since the last wait() (a decode step's pieces so far).
-  int queued() const { return queued_; }
+  // Ends a step without waiting (a greedy step queued ahead): the stats' launches count from here.
+  void end_step();
   // Graphs on (the default) replays a captured graph for every decode tape seen before.
   void set_graphs(bool on) { graphs_ = on; }
   const CudaBackendStats& stats() const { return stats_; }
@@ -43,9 +43,10 @@ class TapeRunner {
 
  private:
   static constexpr int kMaxGraphs = 256;  // a decode step of N pieces keeps N graphs
-  // Runs queued without a wait between them (a step's pieces) each copy their dyn block from a slot of their
-  // own: the host must not rewrite a pinned slot whose copy may not have run yet. The slot is the run's
-  // place since the last wait, so a piece's graph (which holds its slot's address) replays step after step.
+  // Queued runs (a step's pieces, a greedy step queued ahead) each copy their dyn block from a pinned host
+  // slot of their own, in turn: the host must not rewrite a slot whose copy may not have run yet (each slot's
+  // event says when it has). They all copy to the one device block: a copy waits in stream order for the
+  // kernels before it, so no run's kernels see the next run's values, and every graph holds one address.
   static constexpr int kDynSlots = 32;
   struct Plan {
     std::vector<std::uint64_t> sig;
@@ -62,13 +63,13 @@ class TapeRunner {
   static std::uint64_t hash_words(const std::vector<std::uint64_t>& v);
   // Lays out and fills the dyn block (ids, positions, cache rows, uploads) in tape order.
   std::vector<DynRefs> build_dyn(const std::vector<Op>& ops);
+  // Copies the dyn block to the device through the next host slot, then the ids of embeddings fed on the
+  // device (Op::ids_dev) over their placeholders.
+  void upload_dyn(const std::vector<Op>& ops, const std::vector<DynRefs>& dref);
   void finish(std::vector<Op>& ops);
   bool wait_ = true;  // run()'s argument, for finish()
-  int queued_ = 0;    // runs queued since the last wait(); the next run's dyn slot
-  int slot_ = 0;      // this run's dyn slot
+  int host_slot_ = 0;  // the dyn host slot the next run copies from
   std::int64_t step_launches_ = 0;  // kernels of the runs since the last wait
-  void* dyn_dev() const { return static_cast<char*>(dyn_dev_) + static_cast<std::size_t>(slot_) * dyn_bytes_; }
-  void* dyn_host() const { return static_cast<char*>(dyn_host_) + static_cast<std::size_t>(slot_) * dyn_bytes_; }
   void clear_graphs();
 
   // The steps of run(), in order.
@@ -80,8 +81,8 @@ class TapeRunner {
   void reserve_launch_buffers(const std::vector<Op>& ops);
   // Copies the dyn block, then captures the launches into a graph and launches it (a new decode tape with
   // graphs on) or launches them one by one; waits.
-  void run_or_capture(std::vector<Op>& ops, const std::vector<Launch>& launches, const ArenaPlan& memory,
-                      bool use_graph);
+  void run_or_capture(std::vector<Op>& ops, const std::vector<DynRefs>& dref, const std::vector<Launch>& launches,
+                      const ArenaPlan& memory, bool use_graph);
 
   cudaStream_t stream_ = nullptr;
   std::shared_ptr<Pool> pool_;
@@ -99,7 +100,8 @@ class TapeRunner {
   std::size_t arena_bytes_ = 0;
   std::vector<char> dyn_;
   void* dyn_dev_ = nullptr;
-  void* dyn_host_ = nullptr;
+  void* dyn_host_ = nullptr;                      // kDynSlots slots of dyn_bytes_
+  std::vector<cudaEvent_t> dyn_copied_;           // a slot's last copy has run
   std::size_t dyn_bytes_ = 0;
   // The integer matmul's x terms, prepared once per launch (DecodeLinearArgs::imma_scratch): two buffers of
   // imma_scratch_bytes_ each, the second LaunchBuffers::imma_scratch_alt.
