@@ -101,7 +101,7 @@ bool shared_rounds_same(Model& model, std::span<const std::int32_t> all, const S
     const auto context = 12 + static_cast<std::size_t>(l.skips[s]);
     states.push_back(model.new_state());
     model.forward(*states.back(), all.first(context), 1);
-    parts.push_back({states.back().get(), all.subspan(context, static_cast<std::size_t>(l.widths[s])), false});
+    parts.push_back({states.back().get(), all.subspan(context, static_cast<std::size_t>(l.widths[s])), false, false});
   }
   const auto out = model.forward_parts(parts);
   const auto vocab = static_cast<std::size_t>(model.info().vocab);

@@ -38,6 +38,11 @@ struct ForwardPart {
   SequenceState* state = nullptr;
   std::span<const std::int32_t> tokens;
   bool greedy_ids = false;  // each row's greedy token (as forward_greedy) instead of its logits
+  // With greedy_ids and one token: the stream's next round will be one greedy token too, the one this round
+  // finds. A family may queue that round now, fed the token on the device (families/greedy_ahead.h), when
+  // it runs the part alone; its state never counts the queued round (length(), truncate(), other forwards
+  // drop it first), so the results are those of plain rounds.
+  bool ahead = false;
 };
 
 // The result of a part's rows: [rows, vocab] logits, or with greedy ids [rows] token ids.

@@ -13,6 +13,8 @@ Tensor llama_logits(Backend& b, const LlamaWeights& w, std::span<const LlamaPart
   std::int64_t total = 0;
   for (const auto& p : parts) {
     if (p.cache == nullptr || p.tokens.empty()) throw std::invalid_argument("llama forward: an empty part");
+    if (p.fed && (parts.size() > 1 || p.fed->rows() != static_cast<std::int64_t>(p.tokens.size())))
+      throw std::invalid_argument("llama forward: device-fed ids in a shared round or of another length");
     const auto n = static_cast<std::int64_t>(p.tokens.size());
     runs.push_back({p.cache, p.cache->length(), n});
     total += n;
@@ -25,7 +27,8 @@ Tensor llama_logits(Backend& b, const LlamaWeights& w, std::span<const LlamaPart
     tokens = joined;
   }
   const AttentionSpec& at = w.attn;
-  Tensor x = b.embed(w.embed, tokens);
+  const auto& fed = parts.front().fed;
+  Tensor x = fed ? b.embed(w.embed, fed) : b.embed(w.embed, tokens);
   for (std::size_t i = 0; i < w.layers.size(); ++i) {
     const auto& l = w.layers[i];
     Tensor h = b.rms_norm(x, l.attn_norm, w.rms_eps);

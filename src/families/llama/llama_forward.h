@@ -2,6 +2,7 @@
 // The llama forward pass over the Backend interface: the one definition that the llama family, the CUDA
 // benchmarks (random weights generated on the device) and the CUDA backend's tests all run.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct LlamaWeights {
 struct LlamaPart {
   KvCache* cache = nullptr;
   std::span<const std::int32_t> tokens;
+  // Set: the part's one token is this id on the device (GreedyAhead), and `tokens` holds a placeholder.
+  std::shared_ptr<DeviceIds> fed;
 };
 
 // The logits left on the backend: with one part, of its last `logit_rows` positions (<= 0: every row); with

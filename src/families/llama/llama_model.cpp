@@ -8,6 +8,7 @@
 #include "checkpoint/hf_checkpoint.h"
 #include "checkpoint/weight_reader.h"
 #include "families/llama/llama_config.h"
+#include "families/greedy_ahead.h"
 #include "families/llama/llama_forward.h"
 
 namespace tf {
@@ -28,13 +29,29 @@ struct Names {
 class LlamaState final : public SequenceState {
  public:
   explicit LlamaState(std::unique_ptr<KvCache> kv) : kv_(std::move(kv)) {}
-  std::int64_t length() const override { return kv_->length(); }
-  void truncate(std::int64_t length) override { kv_->truncate(length); }
+  ~LlamaState() override { ahead_.settle(); }  // a queued step writes the cache: it runs before the cache goes
+  LlamaState(const LlamaState&) = delete;
+  LlamaState& operator=(const LlamaState&) = delete;
+  std::int64_t length() const override { return kv_->length() - ahead_.ahead(); }
+  // To the length itself (a round whose drafts all failed, or that had none) keeps a queued step.
+  void truncate(std::int64_t length) override {
+    if (length != this->length()) kv().truncate(length);
+  }
   std::size_t bytes() const override { return kv_->bytes(); }
-  KvCache& kv() { return *kv_; }
+  // The cache at the state's length: a greedy step queued ahead is dropped first.
+  KvCache& kv() {
+    ahead_.drop(*kv_);
+    return *kv_;
+  }
+  // A greedy round that may use or queue a step ahead.
+  std::int32_t greedy_round(Backend& b, std::int32_t token, bool queue_next, const GreedyAhead::Record& record) {
+    return ahead_.next(b, *kv_, token, queue_next, record);
+  }
+  KvCache& raw_kv() { return *kv_; }  // for GreedyAhead's records, which run at the cache's own length
 
  private:
   std::unique_ptr<KvCache> kv_;
+  GreedyAhead ahead_;
 };
 
 class LlamaModel final : public Model {
@@ -127,11 +144,14 @@ class LlamaModel final : public Model {
   std::int64_t shared_round_rows() const override { return backend_.invariant_rows(); }
 
   std::vector<ForwardResult> forward_parts(std::span<const ForwardPart> parts) override {
+    // Before anything asks a state for its cache (LlamaState::kv() drops a queued step).
+    if (parts.size() == 1 && parts[0].greedy_ids && parts[0].tokens.size() == 1 && backend_.has_device_ids())
+      return {greedy_round(*parts[0].state, parts[0].tokens[0], parts[0].ahead)};
     std::vector<LlamaPart> lp;
     std::int64_t rows = 0;
     bool any_ids = false, any_logits = false;
     for (const auto& p : parts) {
-      lp.push_back({&dynamic_cast<LlamaState&>(*p.state).kv(), p.tokens});
+      lp.push_back({&dynamic_cast<LlamaState&>(*p.state).kv(), p.tokens, nullptr});
       rows += static_cast<std::int64_t>(p.tokens.size());
       (p.greedy_ids ? any_ids : any_logits) = true;
     }
@@ -160,9 +180,22 @@ class LlamaModel final : public Model {
   }
 
  private:
+  // One greedy token through GreedyAhead: a step queued by the last round is used when its token is this
+  // one, and with `queue_next` the next step is queued before the token comes back.
+  ForwardResult greedy_round(SequenceState& state, std::int32_t token, bool queue_next) {
+    auto& st = dynamic_cast<LlamaState&>(state);
+    const auto record = [&](std::span<const std::int32_t> tokens, const std::shared_ptr<DeviceIds>& fed) {
+      const LlamaPart part{&st.raw_kv(), tokens, fed};
+      return llama_logits(backend_, w_, std::span<const LlamaPart>(&part, 1), 1);
+    };
+    ForwardResult r;
+    r.ids.push_back(st.greedy_round(backend_, token, queue_next, record));
+    return r;
+  }
+
   // The forward pass of one stream: the logits of the last `logit_rows` positions, left on the backend.
   Tensor logits(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t logit_rows) {
-    const LlamaPart part{&dynamic_cast<LlamaState&>(state).kv(), tokens};
+    const LlamaPart part{&dynamic_cast<LlamaState&>(state).kv(), tokens, nullptr};
     return llama_logits(backend_, w_, std::span<const LlamaPart>(&part, 1), logit_rows);
   }
 
