@@ -10,7 +10,7 @@
 namespace tf {
 
 RoundOutput run_round(Model& model, SequenceState& state, const RoundInput& in) {
-  const ForwardPart part{&state, in.tokens, in.greedy_ids};
+  const ForwardPart part{&state, in.tokens, in.greedy_ids, in.ahead};
   return std::move(model.forward_parts(std::span<const ForwardPart>(&part, 1)).front());
 }
 
@@ -68,6 +68,10 @@ std::optional<RoundInput> StreamDecoder::next_input() {
   in.tokens.push_back(t);
   in.tokens.insert(in.tokens.end(), proposal_.begin(), proposal_.end());
   in.greedy_ids = greedy_ids_;
+  // Without drafts every round is one greedy token, the one the round before found; it runs unless that
+  // token ends the stream (EOS, a stop string, cancellation: then the queued round is dropped unused) or the
+  // budget does (known now: no round is queued for it).
+  in.ahead = greedy_ids_ && proposal_.empty() && !(drafts_ != nullptr && window_ > 0) && c_.emitted + 1 < s_.budget;
   round_start_ = p;
   proposed_ = proposal_.size();
   return in;

@@ -22,6 +22,7 @@ class DraftSource;
 struct RoundInput {
   std::vector<std::int32_t> tokens;
   bool greedy_ids = false;
+  bool ahead = false;  // ForwardPart::ahead: the next round will be the one greedy token this one finds
 };
 
 using RoundOutput = ForwardResult;  // [rows, vocab] logits, or [rows] greedy ids

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/drafting/context_copy.h"
@@ -51,9 +52,14 @@ class FakeModel final : public Model {
     ++greedy_calls;
     return out;
   }
+  std::vector<ForwardResult> forward_parts(std::span<const ForwardPart> parts) override {
+    for (const auto& p : parts) ahead_flags.push_back(p.ahead);
+    return Model::forward_parts(parts);
+  }
   int forwards = 0;
   bool greedy_ids = false;
   int greedy_calls = 0;
+  std::vector<bool> ahead_flags;  // each round's ForwardPart::ahead
 
  private:
   ModelInfo info_;
@@ -91,7 +97,7 @@ struct Outcome {
 
 Outcome run_decode(const SamplingParams& sp, int max_drafts, DraftSource* drafter, std::int64_t budget,
         std::vector<std::int32_t> eos = {}, bool full_windows = false, bool greedy_ids = false,
-        int* greedy_calls = nullptr) {
+        int* greedy_calls = nullptr, std::vector<bool>* ahead_flags = nullptr) {
   FakeModel model;
   model.greedy_ids = greedy_ids;
   auto state = model.new_state();
@@ -112,7 +118,29 @@ Outcome run_decode(const SamplingParams& sp, int max_drafts, DraftSource* drafte
   }, [] { return false; }, r.counters);
   r.final_length = state->length();
   if (greedy_calls != nullptr) *greedy_calls = model.greedy_calls;
+  if (ahead_flags != nullptr) *ahead_flags = model.ahead_flags;
   return r;
+}
+
+// A greedy round on ids is marked ahead (the family may queue the next one) exactly when the next round is
+// the one token it finds: no drafts, and budget left after that token. Never with drafts or sampling.
+TEST(DecodeLoop, GreedyRoundsWithoutDraftsAreMarkedAhead) {
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  std::vector<bool> flags;
+  const Outcome plain = run_decode(greedy, 0, nullptr, 20, {}, false, true, nullptr, &flags);
+  ASSERT_EQ(plain.counters.rounds, 19);  // the first token comes from the prompt's logits
+  std::vector<bool> want(19, true);
+  want.back() = false;  // the round that finds the 20th token: the budget ends with it
+  EXPECT_EQ(flags, want);
+  OracleDrafter d(plain.tokens, 8, 3);
+  run_decode(greedy, 6, &d, 20, {}, true, true, nullptr, &flags);
+  EXPECT_FALSE(flags.empty());
+  EXPECT_EQ(std::count(flags.begin(), flags.end(), true), 0) << "a drafted stream's round marked ahead";
+  SamplingParams warm;
+  warm.temperature = 0.7f;
+  run_decode(warm, 0, nullptr, 20, {}, false, true, nullptr, &flags);
+  EXPECT_EQ(std::count(flags.begin(), flags.end(), true), 0) << "a sampled round marked ahead";
 }
 
 // Greedy rounds that bring back ids (a backend's argmax) give the tokens of rounds that bring back logits,
