@@ -26,6 +26,7 @@
 
 #include "backends/cuda/cuda_backend.h"
 #include "bench/cuda/random_llama.h"
+#include "engine/decode_loop.h"
 #include "engine/sampler.h"
 #include "families/model.h"
 
@@ -90,28 +91,36 @@ std::vector<std::int32_t> ids(std::int64_t n, std::int64_t vocab, std::uint64_t 
 }
 
 // Decode speed of one stream: prefill `ctx` tokens, then `steps` greedy decode steps (the argmax found on
-// the device, as the engine's greedy rounds do). Reports wall tokens/s and the share of the bound at the
-// mean context.
+// the device, as the engine's greedy rounds do), each step queued before the host has the token before it
+// (families/greedy_ahead.h: the engine's greedy rounds without drafts). Reports wall tokens/s and the share
+// of the bound at the mean context; `.decode_tokens_per_s_host_fed` is the same with every step recorded
+// once its token is back (rounds with drafts).
 void bench_decode(tf::CudaBackend& be, RandomLlama& m, const std::string& tag, std::int64_t ctx, int steps, double bw,
                   bool prefill_2k) {
   const auto& s = m.shape();
   tf::SamplingParams greedy;
   greedy.temperature = 0.0f;
-  auto run = [&](int n) {
+  auto run = [&](int n, bool ahead) {
     auto kv = m.new_cache();
     const auto logits = m.forward(*kv, ids(ctx, s.vocab, 1), 1);
     std::int32_t t = tf::sample_token(logits, greedy, 0, kv->length());
+    tf::GreedyAhead queue;
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < n; ++i) {
       const std::int32_t one[1] = {t};
-      t = m.forward_greedy(*kv, one, 1)[0];
+      t = ahead ? m.greedy_ahead(*kv, queue, t, i + 1 < n) : m.forward_greedy(*kv, one, 1)[0];
     }
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
-  run(8);  // warm-up: captures the graphs
-  std::vector<double> tps;
-  for (int r = 0; r < 3; ++r) tps.push_back(steps / run(steps));
+  run(8, false);  // warm-up: captures the graphs
+  run(8, true);
+  std::vector<double> tps, host_fed;
+  for (int r = 0; r < 3; ++r) {  // alternating
+    tps.push_back(steps / run(steps, true));
+    host_fed.push_back(steps / run(steps, false));
+  }
   const double tok_s = median(tps);
+  result(tag + ".decode_tokens_per_s_host_fed", median(host_fed), "tok/s");
   const double bytes = m.weight_bytes_per_token() + m.kv_bytes_per_token(ctx + steps / 2);
   const double bound = bw / bytes;
   result(tag + ".decode_tokens_per_s", tok_s, "tok/s");
@@ -226,7 +235,9 @@ void bench_aggregate_random(RandomLlama& m, const std::string& tag) {
       },
       [&](int n, const std::vector<std::int32_t>& tokens) {
         std::vector<tf::LlamaPart> parts;
-        for (int i = 0; i < n; ++i) parts.push_back({caches[static_cast<std::size_t>(i)].get(), std::span(&tokens[static_cast<std::size_t>(i)], 1)});
+        for (int i = 0; i < n; ++i)
+          parts.push_back({caches[static_cast<std::size_t>(i)].get(), std::span(&tokens[static_cast<std::size_t>(i)], 1),
+                           nullptr});
         return m.forward_greedy_parts(parts);
       });
 }
@@ -458,20 +469,39 @@ void bench_model(tf::CudaBackend& be, const std::string& path, double bw) {
   tf::SamplingParams greedy;
   greedy.temperature = 0.0f;
   const int steps = 256;
-  std::vector<double> tps;
-  for (int r = 0; r < 4; ++r) {
+  // The engine's decoder without drafts (decode_stream: greedy rounds queued ahead), and every step recorded
+  // once its token is back (the host-fed figure: Model::forward_greedy, as rounds with drafts run).
+  std::vector<double> tps, host_fed;
+  for (int r = 0; r < 8; ++r) {  // alternating; the first of each kind is a warm-up
+    const bool ahead = r % 2 == 0;
     auto st = model->new_state();
-    const auto logits = model->forward(*st, ids(64, vocab, 3), 1);
-    std::int32_t t = tf::sample_token(logits, greedy, 0, st->length());
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < steps; ++i) {
-      const std::int32_t one[1] = {t};
-      t = model->forward_greedy(*st, one, 1)[0];
+    const auto prompt = ids(64, vocab, 3);
+    const auto logits = model->forward(*st, prompt, 1);
+    double s = 0.0;
+    if (ahead) {
+      std::vector<std::int32_t> history = prompt;
+      tf::DecodeSettings settings;
+      settings.sampling = greedy;
+      settings.budget = steps + 1;  // the first token comes from the prompt's logits: `steps` rounds
+      tf::DecodeCounters c;
+      const auto t0 = std::chrono::steady_clock::now();
+      tf::decode_stream(*model, *st, logits, history, settings, nullptr, [](std::int32_t) { return true; },
+                        [] { return false; }, c);
+      s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (c.rounds != steps) throw std::logic_error("bench_model: decode_stream ran " + std::to_string(c.rounds));
+    } else {
+      std::int32_t t = tf::sample_token(logits, greedy, 0, st->length());
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < steps; ++i) {
+        const std::int32_t one[1] = {t};
+        t = model->forward_greedy(*st, one, 1)[0];
+      }
+      s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (r > 0) tps.push_back(steps / s);
+    if (r > 1) (ahead ? tps : host_fed).push_back(steps / s);
   }
   const double tok_s = median(tps);
+  result("smollm2_q4_1.decode_tokens_per_s_host_fed", median(host_fed), "tok/s");
   // Weights read per token: all of them (SmolLM2 ties its output projection to the embedding table).
   const double bytes = static_cast<double>(be.weight_bytes()) + 2.0 * 30 * 3 * 64 * 4 * (64 + steps / 2);
   result("smollm2_q4_1.decode_tokens_per_s", tok_s, "tok/s");
@@ -517,7 +547,8 @@ void bench_aggregate_model(tf::CudaBackend& be, const std::string& path) {
       [&](int n, const std::vector<std::int32_t>& tokens) {
         std::vector<tf::ForwardPart> parts;
         for (int i = 0; i < n; ++i)
-          parts.push_back({states[static_cast<std::size_t>(i)].get(), std::span(&tokens[static_cast<std::size_t>(i)], 1), true});
+          parts.push_back(
+              {states[static_cast<std::size_t>(i)].get(), std::span(&tokens[static_cast<std::size_t>(i)], 1), true, false});
         std::vector<std::int32_t> next;
         for (const auto& r : model->forward_parts(parts)) next.push_back(r.ids.at(0));
         return next;

@@ -4,11 +4,13 @@
 // shapes) and by the CUDA backend's invariance tests.
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "backends/backend.h"
 #include "backends/cuda/cuda_backend.h"
+#include "families/greedy_ahead.h"
 #include "families/llama/llama_forward.h"
 
 namespace tf::bench {
@@ -53,6 +55,7 @@ class RandomLlama {
     w_.rms_eps = 1e-5f;
   }
 
+  const LlamaWeights& weights() const { return w_; }
   std::unique_ptr<KvCache> new_cache() const {
     return b_.new_kv_cache(static_cast<int>(s_.layers), w_.attn.kv_heads, w_.attn.head_dim);
   }
@@ -66,8 +69,18 @@ class RandomLlama {
   std::vector<std::int32_t> forward_greedy(KvCache& kv, std::span<const std::int32_t> tokens, std::int64_t rows) {
     return b_.argmax_rows(logits(kv, tokens, rows));
   }
+  // One greedy step as the engine's greedy rounds without drafts run it (families/greedy_ahead.h): a step
+  // `queue` holds for `token` is used, and with queue_next the step after it is queued before the token
+  // comes back.
+  std::int32_t greedy_ahead(KvCache& kv, GreedyAhead& queue, std::int32_t token, bool queue_next) {
+    return queue.next(b_, kv, token, queue_next,
+                      [&](std::span<const std::int32_t> tokens, const std::shared_ptr<DeviceIds>& fed) {
+                        const LlamaPart part{&kv, tokens, fed};
+                        return llama_logits(b_, w_, std::span<const LlamaPart>(&part, 1), 1);
+                      });
+  }
   Tensor logits(KvCache& kv, std::span<const std::int32_t> tokens, std::int64_t logit_rows) {
-    const LlamaPart part{&kv, tokens};
+    const LlamaPart part{&kv, tokens, nullptr};
     return llama_logits(b_, w_, std::span<const LlamaPart>(&part, 1), logit_rows);
   }
   // A shared round: every part's rows in one forward pass, each row's greedy token (parts' rows in order).

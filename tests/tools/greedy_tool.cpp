@@ -2,6 +2,9 @@
 // transformers golden (tests/conformance/test_llama_golden.py for MLX, scripts/device/compare_golden.py for
 // CUDA). Reads {"cases": [{"prompt_ids": [...]}]} and a step count; writes {"cases": [{"greedy": [...],
 // "top2_gap": [...]}]} to stdout; EOS does not stop. Prints decode speed (forward passes only) to stderr.
+// Where the backend finds greedy tokens itself, each case is decoded a second time by the engine's decoder
+// (decode_stream without drafts: greedy ids, each round queued ahead, ForwardPart::ahead); a case whose tokens
+// differ from the logits path's fails the tool.
 //   tf_greedy_tool MODEL GOLDEN.json STEPS         (MLX; built as tf_cuda_greedy_tool for CUDA)
 #include <algorithm>
 #include <chrono>
@@ -10,7 +13,9 @@
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <span>
 
+#include "engine/decode_loop.h"
 #include "engine/sampler.h"
 #include "families/model.h"
 #ifdef TF_GREEDY_TOOL_CUDA
@@ -37,6 +42,9 @@ int main(int argc, char** argv) {
     nlohmann::json out = {{"cases", nlohmann::json::array()}};
     double decode_s = 0.0;
     long decoded = 0;
+    int round_cases = 0, round_mismatches = 0;
+    double rounds_s = 0.0;
+    long rounds_done = 0;
     for (const auto& c : golden.at("cases")) {
       const auto prompt = c.at("prompt_ids").get<std::vector<std::int32_t>>();
       auto state = model->new_state();
@@ -56,11 +64,36 @@ int main(int argc, char** argv) {
         ++decoded;
       }
       out["cases"].push_back({{"greedy", tokens}, {"top2_gap", gaps}});
+      if (model->greedy_on_backend()) {  // the engine's rounds: decode_stream without drafts
+        auto rounds = model->new_state();
+        std::vector<std::int32_t> history = prompt, emitted;
+        tf::DecodeSettings settings;
+        settings.sampling = greedy;
+        settings.budget = steps;
+        tf::DecodeCounters counters;
+        const auto first = model->forward(*rounds, prompt, 1);
+        const auto t0 = std::chrono::steady_clock::now();
+        tf::decode_stream(
+            *model, *rounds, first, history, settings, nullptr,
+            [&](std::int32_t t) {
+              emitted.push_back(t);
+              return true;
+            },
+            [] { return false; }, counters);
+        rounds_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        rounds_done += static_cast<long>(counters.rounds);
+        if (emitted != tokens) ++round_mismatches;
+        ++round_cases;
+      }
     }
     std::cout << out.dump() << "\n";
     std::fprintf(stderr, "%s: %ld decode steps, %.1f tokens/s (forward only)\n", argv[0], decoded,
                  static_cast<double>(decoded) / decode_s);
-    return 0;
+    if (round_cases > 0)
+      std::fprintf(stderr, "%s: the engine's greedy rounds (queued ahead): %d cases, %d differ from the logits path, "
+                   "%.1f rounds/s\n",
+                   argv[0], round_cases, round_mismatches, static_cast<double>(rounds_done) / rounds_s);
+    return round_mismatches == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
     return 1;

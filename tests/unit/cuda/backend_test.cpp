@@ -196,7 +196,7 @@ struct DevModel {
     w.rms_eps = 1e-5f;
   }
   std::vector<float> forward(KvCache& kv, std::span<const std::int32_t> t, std::int64_t logit_rows) {
-    const LlamaPart part{&kv, t};
+    const LlamaPart part{&kv, t, nullptr};
     return b.to_host(llama_logits(b, w, std::span<const LlamaPart>(&part, 1), logit_rows));
   }
 };
