@@ -29,7 +29,12 @@ struct Names {
 class LlamaState final : public SequenceState {
  public:
   explicit LlamaState(std::unique_ptr<KvCache> kv) : kv_(std::move(kv)) {}
-  ~LlamaState() override { ahead_.settle(); }  // a queued step writes the cache: it runs before the cache goes
+  ~LlamaState() override {
+    try {
+      ahead_.settle();  // a queued step writes the cache: it runs before the cache goes
+    } catch (...) {     // a destructor must not throw; a device error resurfaces at the next CUDA call
+    }
+  }
   LlamaState(const LlamaState&) = delete;
   LlamaState& operator=(const LlamaState&) = delete;
   std::int64_t length() const override { return kv_->length() - ahead_.ahead(); }
