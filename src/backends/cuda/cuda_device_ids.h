@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/cuda/kernels/kernels.h"
 
 namespace tf::cuda_internal {
 
@@ -37,7 +38,7 @@ class CudaDeviceIds final : public DeviceIds {
 
 class DeviceIdSlots {
  public:
-  static constexpr std::int64_t kMaxRows = 16;  // a decode step's rows
+  static constexpr std::int64_t kMaxRows = cuda::kMaxDecodeRows;  // a decode step's rows
   ~DeviceIdSlots();
   int take();
   void give(int slot) { free_.push_back(slot); }
