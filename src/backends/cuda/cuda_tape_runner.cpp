@@ -9,8 +9,9 @@
 //     memory;
 //  3. values that change from step to step (token ids, positions, cache rows) go to a small "dyn" block that
 //     is copied to a fixed device buffer before the launches; the kernels read them from there
-//     (cuda_launches.cpp). Tapes queued without a wait between them (the pieces of a decode step, which the
-//     backend launches while the model records the rest: cuda_backend.cpp) each use a dyn slot of their own;
+//     (cuda_launches.cpp). Tapes queued without a wait between them (the pieces of a decode step, a greedy
+//     step queued ahead) each copy from a pinned host slot of their own (upload_dyn); ids an embedding reads
+//     on the device (Op::ids_dev) are copied over their placeholders there;
 //  4. a decode tape is keyed by its signature (every op's kind, shape, weights, settings and inputs, the
 //     pointers of what the caller holds, but not the dyn values) and the runner's buffers (arena, dyn block,
 //     attention work, integer-matmul scratch): a key seen before replays its CUDA graph after the dyn copy; a
