@@ -44,8 +44,7 @@ class CudaBackendImpl final : public CudaBackend {
     cudaStreamSynchronize(stream_);
     runner_.reset();  // its graphs and buffers, before the stream goes
     cudaFreeHost(stage_);
-    cudaFree(argmax_dev_);
-    cudaFree(async_scratch_);
+    cudaFree(greedy_scratch_);
     for (auto& [k, p] : rope_tables_) cudaFree(p);
     cudaStreamDestroy(stream_);
   }
@@ -232,36 +231,20 @@ class CudaBackendImpl final : public CudaBackend {
     constexpr std::size_t kFloor = std::size_t{1} << 30;
     return (free > kFloor ? free - kFloor : 0) + weight_bytes_;
   }
+  // The tape's launches, then the argmax and the ids' copy, queued back to back with one wait at the end:
+  // waiting for the tape first left the GPU idle while the host woke up and launched the argmax.
   std::vector<std::int32_t> argmax_rows(const Tensor& x) override {
-    auto a = act(x);
-    // The tape's launches, then the argmax and the ids' copy, queued back to back with one wait at the end:
-    // waiting for the tape first left the GPU idle while the host woke up and launched the argmax.
-    const auto rows = static_cast<std::size_t>(a->rows);
-    const std::size_t ids_bytes = align_up(rows * sizeof(std::int32_t), 256);
-    void* scratch = argmax_scratch(a, ids_bytes);
-    ensure_stage(rows * sizeof(std::int32_t));
-    auto* ids = static_cast<std::int32_t*>(argmax_dev_);
-    cuda::greedy_rows(a->ptr, a->rows, a->cols, ids, scratch, stream_);
-    TF_CK(cudaMemcpyAsync(stage_, ids, rows * sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream_));
-    runner_->wait();
-    std::vector<std::int32_t> out(rows);
-    std::memcpy(out.data(), stage_, rows * sizeof(std::int32_t));
-    return out;
+    auto ids = argmax_rows_async(x);
+    runner_->wait();  // counted in the stats' wait time, as a tape's wait is
+    return ids->get();
   }
 
   bool has_device_ids() const override { return true; }
   std::shared_ptr<DeviceIds> argmax_rows_async(const Tensor& x) override {
     auto a = act(x);
-    if (a->rows > DeviceIdSlots::kMaxRows)
-      throw std::invalid_argument("argmax_rows_async: more than " + std::to_string(DeviceIdSlots::kMaxRows) + " rows");
     queue_tape_of(a);
-    if (async_scratch_ == nullptr) {  // its own: argmax_rows' scratch sits at an offset that depends on its rows
-      const std::size_t bytes = cuda::greedy_rows_scratch_bytes(DeviceIdSlots::kMaxRows);
-      TF_CK(cudaMalloc(&async_scratch_, bytes));
-      TF_CK(cudaMemsetAsync(async_scratch_, 0, bytes, stream_));  // the scratch starts zeroed
-    }
-    void* scratch = async_scratch_;
-    auto ids = std::make_shared<CudaDeviceIds>(id_slots_, id_slots_->take(), a->rows);
+    void* scratch = greedy_scratch(a->rows);
+    auto ids = std::make_shared<CudaDeviceIds>(id_slots_, id_slots_->take(a->rows), a->rows);
     cuda::greedy_rows(a->ptr, a->rows, a->cols, ids->device(), scratch, stream_);
     TF_CK(cudaMemcpyAsync(ids->host(), ids->device(), static_cast<std::size_t>(a->rows) * sizeof(std::int32_t),
                           cudaMemcpyDeviceToHost, stream_));
@@ -349,20 +332,19 @@ class CudaBackendImpl final : public CudaBackend {
     pieces_ = 0;
   }
 
-  // Queues x's tape (a step's last piece) and returns the greedy kernel's scratch, which follows the first
-  // `ids_bytes` of argmax_dev_ (argmax_rows' ids).
-  void* argmax_scratch(const ActP& a, std::size_t ids_bytes) {
-    queue_tape_of(a);
-    const std::size_t need = ids_bytes + cuda::greedy_rows_scratch_bytes(a->rows);
-    if (need > argmax_bytes_) {
-      TF_CK(cudaStreamSynchronize(stream_));  // an earlier argmax may still use the old buffer
-      cudaFree(argmax_dev_);
-      argmax_dev_ = nullptr;
-      argmax_bytes_ = align_up(need, 4096);
-      TF_CK(cudaMalloc(&argmax_dev_, argmax_bytes_));
-      TF_CK(cudaMemsetAsync(argmax_dev_, 0, argmax_bytes_, stream_));  // the scratch starts zeroed
+  // The greedy kernel's scratch for `rows` rows (a decode step's at least): zeroed when made, and every launch
+  // leaves it zeroed, so one serves every argmax in stream order.
+  void* greedy_scratch(std::int64_t rows) {
+    const std::size_t need = cuda::greedy_rows_scratch_bytes(std::max<std::int64_t>(rows, cuda::kMaxDecodeRows));
+    if (need > greedy_scratch_bytes_) {
+      TF_CK(cudaStreamSynchronize(stream_));  // an earlier argmax may still use the old one
+      cudaFree(greedy_scratch_);
+      greedy_scratch_ = nullptr;
+      greedy_scratch_bytes_ = align_up(need, 4096);
+      TF_CK(cudaMalloc(&greedy_scratch_, greedy_scratch_bytes_));
+      TF_CK(cudaMemsetAsync(greedy_scratch_, 0, greedy_scratch_bytes_, stream_));
     }
-    return static_cast<char*>(argmax_dev_) + ids_bytes;
+    return greedy_scratch_;
   }
 
   // A decode tape goes to the GPU in pieces while the model records the rest of the step: the host records
@@ -399,11 +381,10 @@ class CudaBackendImpl final : public CudaBackend {
   std::vector<Op> ops_;
   void* stage_ = nullptr;
   std::size_t stage_bytes_ = 0;
-  void* argmax_dev_ = nullptr;  // argmax_rows' ids on the device
-  void* async_scratch_ = nullptr;  // argmax_rows_async's greedy scratch
+  void* greedy_scratch_ = nullptr;
+  std::size_t greedy_scratch_bytes_ = 0;
   std::shared_ptr<DeviceIdSlots> id_slots_ = std::make_shared<DeviceIdSlots>();
   int pieces_ = 0;  // pieces of the step being recorded queued so far
-  std::size_t argmax_bytes_ = 0;
   std::map<std::string, float*> rope_tables_;
   std::unique_ptr<TapeRunner> runner_;  // runs the tapes; reset in the destructor before stream_ goes
 };

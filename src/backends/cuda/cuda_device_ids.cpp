@@ -1,6 +1,9 @@
 #include "backends/cuda/cuda_device_ids.h"
 
+#include <algorithm>
+
 #include "backends/cuda/cuda_support.h"
+#include "backends/cuda/kernels/kernels.h"
 
 namespace tf::cuda_internal {
 
@@ -28,22 +31,26 @@ DeviceIdSlots::~DeviceIdSlots() {
   for (auto e : events_) cudaEventDestroy(e);
 }
 
-int DeviceIdSlots::take() {
-  if (free_.empty()) {
-    std::int32_t* d = nullptr;
-    std::int32_t* h = nullptr;
-    cudaEvent_t e = nullptr;
-    TF_CK(cudaMalloc(reinterpret_cast<void**>(&d), kMaxRows * sizeof(std::int32_t)));
-    TF_CK(cudaMallocHost(reinterpret_cast<void**>(&h), kMaxRows * sizeof(std::int32_t)));
-    TF_CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    dev_.push_back(d);
-    host_.push_back(h);
-    events_.push_back(e);
-    free_.push_back(static_cast<int>(dev_.size()) - 1);
+int DeviceIdSlots::take(std::int64_t rows) {
+  for (std::size_t i = free_.size(); i-- > 0;) {  // the latest given back first
+    const int slot = free_[i];
+    if (capacity_[static_cast<std::size_t>(slot)] >= rows) {
+      free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
+      return slot;
+    }
   }
-  const int s = free_.back();
-  free_.pop_back();
-  return s;
+  const std::int64_t cap = std::max<std::int64_t>(rows, cuda::kMaxDecodeRows);
+  std::int32_t* d = nullptr;
+  std::int32_t* h = nullptr;
+  cudaEvent_t e = nullptr;
+  TF_CK(cudaMalloc(reinterpret_cast<void**>(&d), static_cast<std::size_t>(cap) * sizeof(std::int32_t)));
+  TF_CK(cudaMallocHost(reinterpret_cast<void**>(&h), static_cast<std::size_t>(cap) * sizeof(std::int32_t)));
+  TF_CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  dev_.push_back(d);
+  host_.push_back(h);
+  events_.push_back(e);
+  capacity_.push_back(cap);
+  return static_cast<int>(dev_.size()) - 1;
 }
 
 }  // namespace tf::cuda_internal

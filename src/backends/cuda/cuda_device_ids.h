@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "backends/cuda/kernels/kernels.h"
 
 namespace tf::cuda_internal {
 
@@ -38,9 +37,9 @@ class CudaDeviceIds final : public DeviceIds {
 
 class DeviceIdSlots {
  public:
-  static constexpr std::int64_t kMaxRows = cuda::kMaxDecodeRows;  // a decode step's rows
   ~DeviceIdSlots();
-  int take();
+  // A free slot of at least `rows` ids (a decode step's kMaxDecodeRows at least when a new one is made).
+  int take(std::int64_t rows);
   void give(int slot) { free_.push_back(slot); }
   std::int32_t* device(int slot) const { return dev_[static_cast<std::size_t>(slot)]; }
   std::int32_t* host(int slot) const { return host_[static_cast<std::size_t>(slot)]; }
@@ -48,6 +47,7 @@ class DeviceIdSlots {
 
  private:
   std::vector<std::int32_t*> dev_, host_;
+  std::vector<std::int64_t> capacity_;
   std::vector<cudaEvent_t> events_;
   std::vector<int> free_;
 };
