@@ -385,7 +385,9 @@ void launch_scale_type(const TiledArgs& ta, cudaStream_t s) {
 
 }  // namespace
 
-void decode_linear_tiled(const DecodeLinearArgs& a, cudaStream_t s) {
+namespace tiled {
+
+TiledArgs tiled_args(const DecodeLinearArgs& a) {
   const WeightView& w = a.seg[0].w;
   TiledArgs ta;
   ta.a = a;
@@ -404,6 +406,14 @@ void decode_linear_tiled(const DecodeLinearArgs& a, cudaStream_t s) {
   const int max_warps = tiled_max_warps();
   ta.warps = static_cast<int>(ta.atoms < max_warps ? ta.atoms : max_warps);
   ta.groups_per_row = w.cols / w.group;
+  return ta;
+}
+
+}  // namespace tiled
+
+void decode_linear_tiled(const DecodeLinearArgs& a, cudaStream_t s) {
+  const WeightView& w = a.seg[0].w;
+  const TiledArgs ta = tiled::tiled_args(a);
   if (imma_eligible(w)) {
     if (a.norm_w != nullptr) throw std::invalid_argument("decode_linear: no fused norm for this weight (decode_linear_takes_norm)");
     return decode_linear_imma(ta, s);

@@ -26,6 +26,10 @@ struct TiledArgs {
   const void* prepared = nullptr;  // the integer kernel's x terms, prepared once for the launch (or null)
 };
 
+// The launch arguments of a tiled weight call (decode_linear_tiled.cu): pairs, groups, atoms and the K split
+// (`warps`, a function of K alone), which the decode kernels and the integer prefill GEMM share.
+TiledArgs tiled_args(const DecodeLinearArgs& a);
+
 // A scale and a bias, kept as loaded (two 16-bit values in one register, or two floats).
 template <ElemType SE>
 struct ScaleBias {
@@ -97,13 +101,14 @@ __device__ __forceinline__ void setup_tiles(const TiledArgs& ta, int lane, TileR
   const int r = lane >> 2;
   const bool swiglu = a.swiglu_out != nullptr;
   constexpr int kSB = SE == ElemType::F32 ? 4 : 2;
+  constexpr int kHalf = T > 1 ? T / 2 : 1;  // gate tiles of a SwiGLU unit (T = 1: a single tile, never SwiGLU)
 #pragma unroll
   for (int t = 0; t < T; ++t) {
     int seg;
     std::int64_t lt;
     if (swiglu) {
-      seg = t < T / 2 ? 0 : 1;
-      lt = unit * (T / 2) + (t % (T / 2));
+      seg = t < kHalf ? 0 : 1;
+      lt = unit * kHalf + (t % kHalf);
     } else {
       lt = unit * T + t;
       seg = 0;
