@@ -605,7 +605,7 @@ int main(int argc, char** argv) {
       } else if (sec == "class27b") {
         auto b = tf::make_cuda_backend();
         RandomLlama m(*b, class27b_shape(), 13);
-        bench_decode(*b, m, "class27b_q4g64", 256, 64, bw, false);
+        bench_decode(*b, m, "class27b_q4g64", 256, 64, bw, !quick);
       } else if (sec == "aggregate_smollm2") {
         auto b = tf::make_cuda_backend();
         RandomLlama m(*b, smollm2_shape(), 11);

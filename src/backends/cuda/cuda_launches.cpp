@@ -213,6 +213,15 @@ std::vector<Launch> build_launches(const std::vector<Op>& ops, const std::vector
             const WeightView w = op.w;
             float* out = op.out->ptr;
             if (out == nullptr) break;  // nobody reads it
+            void* const scratch = buffers.prefill_scratch;
+            const std::size_t scratch_bytes = buffers.prefill_scratch_bytes;
+            if (rows > cuda::kMaxDecodeRows && cuda::prefill_linear_imma_takes(w) &&
+                scratch_bytes >= cuda::prefill_imma_scratch_bytes(rows, w.cols)) {
+              launches.push_back({[=](cudaStream_t s) {
+                cuda::prefill_linear_imma(x, xs, rows, w, out, w.rows, scratch, scratch_bytes, s);
+              }});
+              break;
+            }
             launches.push_back({[=](cudaStream_t s) { cuda::prefill_linear(x, xs, rows, w, out, w.rows, s); }});
             break;
           }

@@ -27,6 +27,8 @@ struct LaunchBuffers {
   void* imma_scratch = nullptr;   // the integer matmul's x terms (cuda::DecodeLinearArgs::imma_scratch)
   void* imma_scratch_alt = nullptr;  // a second one, of the same size (Step::x_in_alt)
   std::size_t imma_scratch_bytes = 0;
+  void* prefill_scratch = nullptr;  // the integer prefill GEMM's x terms (cuda::prefill_linear_imma)
+  std::size_t prefill_scratch_bytes = 0;
 };
 
 // The launches of `steps` (fuse()'s; dead ones launch nothing), in order. Every output the plan needs has its

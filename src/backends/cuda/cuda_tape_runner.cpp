@@ -36,6 +36,7 @@ TapeRunner::~TapeRunner() {
   cudaFreeHost(dyn_host_);
   for (cudaEvent_t e : dyn_copied_) cudaEventDestroy(e);
   cudaFree(imma_scratch_);
+  cudaFree(prefill_scratch_);
   cudaFree(attn_work_);
 }
 
@@ -73,7 +74,9 @@ void TapeRunner::run(std::vector<Op>& tape, bool wait) {
   const LaunchBuffers buffers{.dyn_dev = dyn_dev_, .attn_work = attn_work_,
                               .imma_scratch = imma_scratch_,
                               .imma_scratch_alt = static_cast<char*>(imma_scratch_) + imma_scratch_bytes_,
-                              .imma_scratch_bytes = imma_scratch_bytes_};
+                              .imma_scratch_bytes = imma_scratch_bytes_,
+                              .prefill_scratch = prefill_scratch_,
+                              .prefill_scratch_bytes = prefill_scratch_bytes_};
   const std::vector<Launch> launches = build_launches(ops, fusion.steps, dref, buffers);
   // 4. run
   run_or_capture(ops, dref, launches, memory, use_graph);
@@ -132,7 +135,10 @@ void TapeRunner::place_outputs(std::vector<Op>& ops, const ArenaPlan& memory) {
 void TapeRunner::reserve_launch_buffers(const std::vector<Op>& ops) {
   std::int64_t max_attn_rows = 0;
   int max_splits = 1, max_heads = 0, max_dim = 0;
+  std::size_t prefill_need = 0;
   for (const Op& op : ops) {
+    if (op.kind == Kind::Linear && op.a->rows > cuda::kMaxDecodeRows && cuda::prefill_linear_imma_takes(op.w))
+      prefill_need = std::max(prefill_need, cuda::prefill_imma_scratch_bytes(op.a->rows, op.w.cols));
     if (op.kind == Kind::Attend && op.out->rows <= cuda::kMaxDecodeRows) {
       max_attn_rows = std::max(max_attn_rows, op.out->rows);
       max_splits = std::max(max_splits, op.attn_splits());
@@ -152,6 +158,14 @@ void TapeRunner::reserve_launch_buffers(const std::vector<Op>& ops) {
       dyn_copied_.resize(kDynSlots);
       for (cudaEvent_t& e : dyn_copied_) TF_CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     }
+  }
+  if (prefill_need > prefill_scratch_bytes_) {
+    TF_CK(cudaStreamSynchronize(stream_));  // a GEMM queued before may still read the old one
+    cudaFree(prefill_scratch_);
+    prefill_scratch_ = nullptr;
+    prefill_scratch_bytes_ = 0;
+    TF_CK(cudaMalloc(&prefill_scratch_, prefill_need));
+    prefill_scratch_bytes_ = prefill_need;
   }
   if (max_attn_rows > 0) {
     const std::size_t work = cuda::decode_attention_work_floats(static_cast<int>(max_attn_rows), max_heads, max_dim, max_splits);

@@ -153,6 +153,59 @@ TEST(CudaKernels, PrefillLinearMatchesFloat64) {
   }
 }
 
+// The integer prefill GEMM runs the decode kernels' arithmetic in their order: every row has the bits a
+// decode call gives it, whether that call holds 16 rows (the blocked kernel), 1 (the streaming one) or a
+// partial chunk, and is within the tiled kernels' tolerance of float64.
+TEST(CudaKernels, PrefillLinearImmaEqualsDecodeBitwise) {
+  TF_NEED_GPU();
+  int cases = 0;
+  for (const auto& c : linear_cases()) {
+    const HostW hw = make_weight(c.n, c.k, c.bits, c.group, c.dtype);
+    DevW dw(hw);
+    if (!prefill_linear_imma_takes(dw.view)) continue;
+    ++cases;
+    const std::size_t dscratch = decode_linear_scratch_bytes(dw.view);
+    DevBuf<std::uint8_t> dsb(dscratch);
+    for (int rows : {17, 40, 200}) {
+      const auto x = random_floats(static_cast<std::size_t>(rows * c.k));
+      DevBuf<float> dx(x), dy(static_cast<std::size_t>(rows * c.n));
+      dy.poison();
+      const std::size_t pscratch = prefill_imma_scratch_bytes(rows, c.k);
+      DevBuf<std::uint8_t> psb(pscratch);
+      prefill_linear_imma(dx.p, c.k, rows, dw.view, dy.p, c.n, psb.p, pscratch, nullptr);
+      const auto got = dy.download();
+      EXPECT_LT(rel_err(got, ref_linear(x, rows, hw)), kTiledTol) << name(c) << " rows " << rows;
+      // Decode calls of the same rows: 16 at a time (the last one partial), with and without scratch, and
+      // the first and last rows alone.
+      auto decode_rows = [&](int first, int n, bool scratch) {
+        DevBuf<float> out(static_cast<std::size_t>(n * c.n));
+        DecodeLinearArgs a = linear_args(dx.p + static_cast<std::size_t>(first) * c.k, c.k, n, dw.view, out.p, c.n);
+        if (scratch) {
+          a.imma_scratch = dsb.p;
+          a.imma_scratch_bytes = dscratch;
+        }
+        decode_linear(a, nullptr);
+        return out.download();
+      };
+      for (int first = 0; first < rows; first += kMaxDecodeRows) {
+        const int n = std::min(kMaxDecodeRows, rows - first);
+        for (bool scratch : {false, true}) {
+          const auto want = decode_rows(first, n, scratch);
+          EXPECT_TRUE(same_bits(want.data(), got.data() + static_cast<std::size_t>(first) * c.n, want.size()))
+              << name(c) << " rows " << rows << ": decode rows " << first << ".." << first + n - 1
+              << (scratch ? " (scratch)" : "");
+        }
+      }
+      for (int r : {0, rows - 1}) {
+        const auto want = decode_rows(r, 1, true);
+        EXPECT_TRUE(same_bits(want.data(), got.data() + static_cast<std::size_t>(r) * c.n, want.size()))
+            << name(c) << " rows " << rows << ": row " << r << " alone";
+      }
+    }
+  }
+  EXPECT_GE(cases, 4);
+}
+
 TEST(CudaKernels, RmsNormWithResidual) {
   TF_NEED_GPU();
   for (std::int64_t cols : {576, 4096, 5120}) {

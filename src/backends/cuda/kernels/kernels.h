@@ -122,6 +122,14 @@ int decode_linear_threads(const WeightView& w);
 // memory). Not row-invariant across row counts, and need not be: the chunk plan fixes its shapes.
 void prefill_linear(const float* x, std::int64_t x_stride, std::int64_t rows, const WeightView& w, float* y,
                     std::int64_t y_stride, cudaStream_t s);
+// The prefill GEMM on the integer tensor cores (prefill_linear_imma.cu) for the weights the integer decode
+// kernel takes: x's terms go to `scratch` (prefill_imma_scratch_bytes), then the decode kernels' arithmetic
+// and summation order, so every row gets the bits a decode or verify call would give it.
+// TF_CUDA_PREFILL_IMMA=0 keeps every weight on prefill_linear (A/B runs).
+bool prefill_linear_imma_takes(const WeightView& w);
+std::size_t prefill_imma_scratch_bytes(std::int64_t rows, std::int64_t cols);
+void prefill_linear_imma(const float* x, std::int64_t x_stride, std::int64_t rows, const WeightView& w, float* y,
+                         std::int64_t y_stride, void* scratch, std::size_t scratch_bytes, cudaStream_t s);
 
 // ---- elementwise and norms --------------------------------------------------------------------------
 // out = rms_norm(a (+ b)) * weight; when b is set, also sum_out = a + b (the residual stream).
