@@ -1,0 +1,53 @@
+"""Time per kernel name in a kernel trace (kernel_trace.cpp), from the first kernel whose name contains FROM.
+
+    python3 bench/cuda/trace_totals.py TRACE.csv [FROM]
+
+Prints each kernel name's launches and summed duration (ms), largest first, and the window's span: for a
+phase such as prefill (FROM = prefill_prepare), where trace_attr.py's per-step view does not apply. With
+programmatic dependent launch kernels overlap, so the sums can exceed the span.
+"""
+import collections
+import sys
+
+
+def short(mangled):
+    """The first identifier in a mangled name that names a kernel (<length><identifier> pieces)."""
+    ids, i = [], 0
+    while i < len(mangled):
+        if mangled[i].isdigit():
+            j = i
+            while j < len(mangled) and mangled[j].isdigit():
+                j += 1
+            n = int(mangled[i:j])
+            ids.append(mangled[j:j + n])
+            i = j + n
+        else:
+            i += 1
+    named = [s for s in ids if "kernel" in s or s.startswith("imma_stream")]
+    return named[0] if named else mangled[:60]
+
+
+def main(path, start=""):
+    kernels = []
+    for line in open(path).read().splitlines()[1:]:
+        f = line.split(",", 7)
+        if len(f) == 8:
+            kernels.append((float(f[0]), float(f[1]), f[7]))
+    kernels.sort()
+    first = next((i for i, k in enumerate(kernels) if start in k[2]), None)
+    if first is None:
+        sys.exit(f"no kernel named like {start!r}")
+    window = kernels[first:]
+    total, count = collections.Counter(), collections.Counter()
+    for b, e, name in window:
+        key = short(name)
+        total[key] += e - b
+        count[key] += 1
+    span = window[-1][1] - window[0][0]
+    print(f"span {span / 1e6:.2f} ms over {len(window)} kernels")
+    for key, t in total.most_common():
+        print(f"{t / 1e6:10.2f} ms {count[key]:7d}  {key}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
