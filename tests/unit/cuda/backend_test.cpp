@@ -201,8 +201,7 @@ struct DevModel {
   }
 };
 
-void run_model(bool interleaved, bool f16_exact) {
-  const Dims d;
+void run_model(bool interleaved, bool f16_exact, const Dims d = Dims{}) {
   RefModel ref(d, interleaved, f16_exact);
   auto be = make_cuda_backend();
   DevModel dev(*be, ref);
@@ -252,6 +251,14 @@ TEST(CudaBackend, LlamaForwardMatchesFloat64RotateHalf) {
 TEST(CudaBackend, LlamaForwardMatchesFloat64InterleavedF16Scales) {
   TF_NEED_GPU();
   run_model(true, true);
+}
+// Hidden 2304 (K > 2048) puts q/k/v and gate/up on the integer kernels: the 500-row prefill on the integer
+// GEMM (its terms' scratch shared by consecutive linears), decode and verify on the integer decode kernels.
+TEST(CudaBackend, LlamaForwardMatchesFloat64IntegerKernels) {
+  TF_NEED_GPU();
+  Dims d;
+  d.hidden = 2304;
+  run_model(false, false, d);
 }
 
 TEST(CudaBackend, AutoPicksCudaWhenAGpuIsVisible) {
