@@ -28,13 +28,18 @@ def role(name, i_stream, n_stream):
     return name[:40]
 
 
-def main(path, label):
+def read_trace(path):
+    """(start_ns, end_ns, mangled name) of every kernel in a kernel_trace.cpp CSV, by start time."""
     kernels = []
     for line in open(path).read().splitlines()[1:]:
         f = line.split(",", 7)
         if len(f) == 8:
             kernels.append((float(f[0]), float(f[1]), f[7]))
-    kernels.sort()
+    return sorted(kernels)
+
+
+def main(path, label):
+    kernels = read_trace(path)
     steps, cur = [], []
     for k in kernels:
         cur.append(k)

@@ -9,6 +9,8 @@ programmatic dependent launch kernels overlap, so the sums can exceed the span.
 import collections
 import sys
 
+from trace_attr import read_trace  # the same directory: on sys.path when run as a script
+
 
 def short(mangled):
     """The first identifier in a mangled name that names a kernel (<length><identifier> pieces)."""
@@ -28,12 +30,7 @@ def short(mangled):
 
 
 def main(path, start=""):
-    kernels = []
-    for line in open(path).read().splitlines()[1:]:
-        f = line.split(",", 7)
-        if len(f) == 8:
-            kernels.append((float(f[0]), float(f[1]), f[7]))
-    kernels.sort()
+    kernels = read_trace(path)
     first = next((i for i, k in enumerate(kernels) if start in k[2]), None)
     if first is None:
         sys.exit(f"no kernel named like {start!r}")
