@@ -80,7 +80,6 @@ template <ElemType SE, int RB, int T, bool G64>
 __global__ void __launch_bounds__(kMaxWarps * 32) decode_linear_imma_kernel(TiledArgs ta) {
   const DecodeLinearArgs& a = ta.a;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int c = lane & 3;
   const bool swiglu = a.swiglu_out != nullptr;
   const int W = ta.warps;
   constexpr int kSlots = T * RB * 4;
@@ -142,22 +141,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) decode_linear_imma_kernel(Tile
     unsigned bf[RB][3][2][2];
     float2 ex[RB][2][2];  // [rb][group][column]
 #pragma unroll
-    for (int rb = 0; rb < RB; ++rb) {
-      const int brow = rb * 8 + (lane >> 2);
-#pragma unroll
-      for (int term = 0; term < 3; ++term)
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-          bf[rb][term][u][0] = *reinterpret_cast<const unsigned*>(&src.q[u][term][brow][4 * c]);
-          bf[rb][term][u][1] = *reinterpret_cast<const unsigned*>(&src.q[u][term][brow][16 + 4 * c]);
-        }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = rb * 8 + 2 * c + h;
-#pragma unroll
-        for (int g = 0; g < (G64 ? 1 : 2); ++g) ex[rb][g][h] = row < a.rows ? src.ex[g][row] : make_float2(0.0f, 0.0f);
-      }
-    }
+    for (int rb = 0; rb < RB; ++rb) load_b_block<G64>(src, rb, a.rows, lane, bf[rb], ex[rb]);
     prefetch_w(p + kAhead);
     // 3. Tiles: codes to bytes, one mma chain per group and term, then D = D0 2^14 + D1 2^7 + D2 (exact)
     //    and acc += s * (D * step) + b * (quantized sum).

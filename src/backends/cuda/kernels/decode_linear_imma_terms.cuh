@@ -166,6 +166,28 @@ __device__ __forceinline__ void prepare_pair(const float* __restrict__ x, std::i
   }
 }
 
+// A pair's B fragments for the 8 activation rows of block rb (slots 4c.. and 16 + 4c.. of row rb * 8 + lane / 4,
+// each term and unit) and, per group, the step and quantized sum of this lane's two C columns (rows rb * 8 + 2c,
+// + 1), zero from row `rows` on: how the blocked decode kernel and the prefill GEMM read prepared terms.
+template <bool G64, class Rows>
+__device__ __forceinline__ void load_b_block(const WarpX& src, int rb, Rows rows, int lane, unsigned (&bf)[3][2][2],
+                                             float2 (&ex)[2][2]) {
+  const int c = lane & 3, brow = rb * 8 + (lane >> 2);
+#pragma unroll
+  for (int term = 0; term < 3; ++term)
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      bf[term][u][0] = *reinterpret_cast<const unsigned*>(&src.q[u][term][brow][4 * c]);
+      bf[term][u][1] = *reinterpret_cast<const unsigned*>(&src.q[u][term][brow][16 + 4 * c]);
+    }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = rb * 8 + 2 * c + h;
+#pragma unroll
+    for (int g = 0; g < (G64 ? 1 : 2); ++g) ex[g][h] = row < rows ? src.ex[g][row] : make_float2(0.0f, 0.0f);
+  }
+}
+
 // A word of eight codes of weight row r (w0) and of row r + 8 (w1) as the mma's A registers, two LOP3s a
 // word: even codes to the unit's k slots 0-15, odd ones to 16-31 (B follows that order, see prepare_pair).
 __device__ __forceinline__ void codes_to_a(unsigned w0, unsigned w1, unsigned (&af)[4]) {

@@ -98,24 +98,9 @@ __global__ void __launch_bounds__(kBlockWarps * 32) prefill_imma_kernel(TiledArg
       // B fragments and each group's (step, quantized sum) of this lane's two C columns, as the blocked
       // decode kernel loads them (zero past the rows).
       unsigned bf[2][3][2][2];
-      float2 ex[2][kGroups][2];
+      float2 ex[2][2][2];  // [C tile][group][column]
 #pragma unroll
-      for (int ct = 0; ct < 2; ++ct) {
-        const int brow = ct * 8 + (lane >> 2);
-#pragma unroll
-        for (int term = 0; term < 3; ++term)
-#pragma unroll
-          for (int u = 0; u < 2; ++u) {
-            bf[ct][term][u][0] = *reinterpret_cast<const unsigned*>(&src.q[u][term][brow][4 * c]);
-            bf[ct][term][u][1] = *reinterpret_cast<const unsigned*>(&src.q[u][term][brow][16 + 4 * c]);
-          }
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int row = ct * 8 + 2 * c + e;
-#pragma unroll
-          for (int g = 0; g < kGroups; ++g) ex[ct][g][e] = row < valid_rows ? src.ex[g][row] : make_float2(0.0f, 0.0f);
-        }
-      }
+      for (int ct = 0; ct < 2; ++ct) load_b_block<G64>(src, ct, valid_rows, lane, bf[ct], ex[ct]);
       int d[2][3][4];
 #pragma unroll
       for (int ct = 0; ct < 2; ++ct)
