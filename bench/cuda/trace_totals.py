@@ -3,8 +3,10 @@
     python3 bench/cuda/trace_totals.py TRACE.csv [FROM]
 
 Prints each kernel name's launches and summed duration (ms), largest first, and the window's span: for a
-phase such as prefill (FROM = prefill_prepare), where trace_attr.py's per-step view does not apply. With
-programmatic dependent launch kernels overlap, so the sums can exceed the span.
+phase such as prefill (FROM = prefill_prepare), where trace_attr.py's per-step view does not apply. FROM =
+after:NAME starts after the last kernel named like NAME instead (after:greedy: what runs after the last decode
+step, e.g. the benchmark's 2k prefill). With programmatic dependent launch kernels overlap and each one's
+duration includes its wait for the one before, so the sums can exceed the span; TF_CUDA_PDL=0 separates them.
 """
 import collections
 import sys
@@ -31,7 +33,11 @@ def short(mangled):
 
 def main(path, start=""):
     kernels = read_trace(path)
-    first = next((i for i, k in enumerate(kernels) if start in k[2]), None)
+    if start.startswith("after:"):
+        last = max((i for i, k in enumerate(kernels) if start[6:] in k[2]), default=None)
+        first = None if last is None or last + 1 >= len(kernels) else last + 1
+    else:
+        first = next((i for i, k in enumerate(kernels) if start in k[2]), None)
     if first is None:
         sys.exit(f"no kernel named like {start!r}")
     window = kernels[first:]

@@ -216,6 +216,10 @@ void TapeRunner::run_or_capture(std::vector<Op>& ops, const std::vector<DynRefs>
     TF_CK(cudaGraphLaunch(exec, stream_));
   } else {
     ++stats_.eager_flushes;
+    // A prefill tape's launches without programmatic dependent launch (cuda::PdlScope says why);
+    // TF_CUDA_PREFILL_PDL=1 keeps it (A/B runs).
+    static const bool prefill_pdl = env_i64("TF_CUDA_PREFILL_PDL", 0) != 0;
+    const cuda::PdlScope pdl(prefill_pdl || decode_tape(ops));
     for (auto& l : launches) l.run(stream_);
   }
   finish(ops);

@@ -130,7 +130,8 @@ __device__ __forceinline__ void pdl_wait() {
 #endif
 }
 
-// Programmatic dependent launch is on unless TF_CUDA_PDL=0 (for A/B measurements).
+// Programmatic dependent launch is on unless TF_CUDA_PDL=0 (for A/B measurements) or a PdlScope (kernels.h)
+// of this thread turned it off.
 bool pdl_enabled();
 
 // Launches `kernel` with programmatic stream serialization allowed.

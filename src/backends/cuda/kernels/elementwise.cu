@@ -77,13 +77,20 @@ unsigned int grid_for(std::int64_t n) {
 
 }  // namespace
 
+namespace {
+thread_local bool pdl_scope_on = true;  // PdlScope's setting for this thread's launches
+}  // namespace
+
 bool pdl_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("TF_CUDA_PDL");
     return v == nullptr || std::string(v) != "0";
   }();
-  return on;
+  return on && pdl_scope_on;
 }
+
+PdlScope::PdlScope(bool on) : prev_(pdl_scope_on) { pdl_scope_on = on; }
+PdlScope::~PdlScope() { pdl_scope_on = prev_; }
 
 void add(const float* a, const float* b, float* out, std::int64_t n, cudaStream_t s) {
   if (n <= 0) return;

@@ -17,6 +17,21 @@ namespace tf::cuda {
 
 enum class ElemType : int { F32 = 0, F16 = 1, BF16 = 2 };
 
+// While an instance lives, this thread's launches use programmatic dependent launch (the default) or not.
+// The tape runner turns it off for prefill tapes: their grids run several waves, and without it a 2k
+// prompt prefills 6.5% faster on the 8B shape and 4.8% on the 27B-class one (H200, docs/benchmarks.md),
+// while decode needs it (18% slower without). TF_CUDA_PDL=0 turns it off everywhere.
+class PdlScope {
+ public:
+  explicit PdlScope(bool on);
+  ~PdlScope();
+  PdlScope(const PdlScope&) = delete;
+  PdlScope& operator=(const PdlScope&) = delete;
+
+ private:
+  bool prev_;
+};
+
 std::size_t elem_bytes(ElemType t);
 
 // A weight on the device as the kernels see it: [rows (out), cols (in)].
