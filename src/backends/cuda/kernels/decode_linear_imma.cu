@@ -94,9 +94,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32) decode_linear_imma_kernel(Tile
   setup_tiles<T, SE>(ta, lane, tr, outs, blockIdx.x, static_cast<int>(threadIdx.x));
   constexpr int kSB = SE == ElemType::F32 ? 4 : 2;
 
-  // This warp's K range in pairs (64 k): whole atoms [warp * atoms / W, (warp + 1) * atoms / W).
-  const std::int64_t p_begin = (static_cast<std::int64_t>(warp) * ta.atoms / W) * ta.pairs_per_atom;
-  const std::int64_t p_end = ((static_cast<std::int64_t>(warp) + 1) * ta.atoms / W) * ta.pairs_per_atom;
+  // This warp's K range in pairs (64 k).
+  const std::int64_t p_begin = range_first_pair(ta, W, warp), p_end = range_first_pair(ta, W, warp + 1);
 
   uint4 wq[T];
   ScaleBias<SE> sb[T][2][2];  // [tile][group of the pair][row r / r + 8]

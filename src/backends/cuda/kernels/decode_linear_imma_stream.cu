@@ -82,7 +82,7 @@ __device__ __forceinline__ void imma_stream_body(const TiledArgs& ta, std::int64
   setup_tiles<kTW, SE>(ta, lane, tr, outs[warp], active ? unit : 0, lane);
 
   // This warp's ranges [r_lo, r_lo + R) and their pairs [P0, P1).
-  auto range_begin = [&](int r) { return (static_cast<std::int64_t>(r) * ta.atoms / kMaxWarps) * ta.pairs_per_atom; };
+  auto range_begin = [&](int r) { return range_first_pair(ta, kMaxWarps, r); };
   const int R = kMaxWarps / G, r_lo = j * R;
   const std::int64_t P0 = range_begin(r_lo), P1 = active ? range_begin(r_lo + R) : P0;
 

@@ -87,9 +87,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32) decode_linear_tiled_kernel(Til
   setup_tiles<T, SE>(ta, lane, tr, outs, blockIdx.x, static_cast<int>(threadIdx.x));
   constexpr int kSB = SE == ElemType::F32 ? 4 : 2;
 
-  // This warp's K range, in pairs: whole atoms [warp * atoms / W, (warp + 1) * atoms / W).
-  const std::int64_t p_begin = (static_cast<std::int64_t>(warp) * ta.atoms / W) * ta.pairs_per_atom;
-  const std::int64_t p_end = ((static_cast<std::int64_t>(warp) + 1) * ta.atoms / W) * ta.pairs_per_atom;
+  // This warp's K range, in pairs.
+  const std::int64_t p_begin = range_first_pair(ta, W, warp), p_end = range_first_pair(ta, W, warp + 1);
   // A unit u ends a group when (u + 1) is a multiple of units_per_group (a power of two).
   const std::int64_t group_mask = ta.units_per_group - 1;
   const int group_shift = ta.group_shift;

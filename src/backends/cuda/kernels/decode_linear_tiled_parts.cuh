@@ -30,6 +30,13 @@ struct TiledArgs {
 // (`warps`, a function of K alone), which the decode kernels and the integer prefill GEMM share.
 TiledArgs tiled_args(const DecodeLinearArgs& a);
 
+// The first pair (64 k) of K range r when K is cut into W ranges of whole atoms: range r is
+// [range_first_pair(ta, W, r), range_first_pair(ta, W, r + 1)). Every kernel of tiled weights cuts K this way
+// and adds each range in k order, then the ranges in range order: this split fixes a row's bits.
+__device__ __forceinline__ std::int64_t range_first_pair(const TiledArgs& ta, int W, std::int64_t r) {
+  return (r * ta.atoms / W) * ta.pairs_per_atom;
+}
+
 // A scale and a bias, kept as loaded (two 16-bit values in one register, or two floats).
 template <ElemType SE>
 struct ScaleBias {

@@ -74,8 +74,8 @@ __global__ void __launch_bounds__(kBlockWarps * 32) prefill_imma_kernel(TiledArg
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[h][ct][i] = total[h][ct][i] = 0.0f;
 
-  // Range r covers pairs [range_end(r - 1), range_end(r)): whole atoms, as the decode kernels cut K.
-  auto range_end = [&](int r) { return ((static_cast<std::int64_t>(r) + 1) * ta.atoms / ta.warps) * ta.pairs_per_atom; };
+  // Range r ends where range r + 1 begins: K cut as the decode kernels cut it.
+  auto range_end = [&](int r) { return range_first_pair(ta, ta.warps, static_cast<std::int64_t>(r) + 1); };
   int range = 0;
   std::int64_t fold_at = range_end(0);
 
