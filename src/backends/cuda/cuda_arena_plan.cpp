@@ -4,7 +4,7 @@
 
 namespace tf::cuda_internal {
 
-ArenaPlan plan_arena(const std::vector<Op>& ops, const std::vector<char>& esc, bool decode, const Fusion& fusion) {
+ArenaPlan plan_arena(const std::vector<Op>& ops, const std::vector<char>& esc, const Fusion& fusion) {
   // 2. memory: which outputs are needed, and where they live.
   const int n_ops = static_cast<int>(ops.size());
   const std::vector<Step>& steps = fusion.steps;
@@ -27,7 +27,7 @@ ArenaPlan plan_arena(const std::vector<Op>& ops, const std::vector<char>& esc, b
   // Outputs that some kernel must write even when nobody reads them.
   for (int i = 0; i < n_ops; ++i) {
     const Op& op = ops[static_cast<std::size_t>(i)];
-    const bool optional = op.kind == Kind::Linear && decode && cuda::decode_linear_supported(op.w);
+    const bool optional = decode_linear_op(op);  // decode_linear skips outputs nobody reads
     const bool optional_sum = op.kind == Kind::Add && absorbed_by[static_cast<std::size_t>(i)] >= 0;
     if (!optional && !optional_sum) needed[static_cast<std::size_t>(i)] = true;
   }

@@ -16,7 +16,7 @@ struct ArenaPlan {
   std::size_t arena_need = 0;       // the arena bytes the plan uses
 };
 
-// `esc` and `decode` as for fuse(); `fusion` is fuse()'s result for the same tape.
-ArenaPlan plan_arena(const std::vector<Op>& ops, const std::vector<char>& esc, bool decode, const Fusion& fusion);
+// `esc` as for fuse(); `fusion` is fuse()'s result for the same tape.
+ArenaPlan plan_arena(const std::vector<Op>& ops, const std::vector<char>& esc, const Fusion& fusion);
 
 }  // namespace tf::cuda_internal

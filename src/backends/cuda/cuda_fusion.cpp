@@ -26,12 +26,7 @@ Fusion fuse(const std::vector<Op>& ops, const std::vector<char>& esc, bool decod
   std::vector<int> absorbed_by(static_cast<std::size_t>(n_ops), -1);  // op -> the op whose step runs it
   std::vector<Step> step_of_leader(static_cast<std::size_t>(n_ops));
   std::vector<bool> is_leader(static_cast<std::size_t>(n_ops), true);
-  // A linear of at most kMaxDecodeRows rows takes the decode kernels in any tape: in a prefill tape that is
-  // the lm_head over each stream's last row, which then gets a decode row's bits (and ~0.08 ms instead of the
-  // SIMT GEMM's 3.7 ms a chunk on the 8B shape).
-  auto linear_ok = [&](const Op& op) {
-    return op.kind == Kind::Linear && op.a->rows <= cuda::kMaxDecodeRows && cuda::decode_linear_supported(op.w);
-  };
+  auto linear_ok = [](const Op& op) { return decode_linear_op(op); };
   auto same_format = [](const WeightView& x, const WeightView& y) {
     return x.cols == y.cols && x.bits == y.bits && x.group == y.group && x.dtype == y.dtype;
   };

@@ -65,7 +65,7 @@ void TapeRunner::run(std::vector<Op>& tape, bool wait) {
   if (use_graph && replay(ops, esc)) return;
 
   const Fusion fusion = fuse(ops, esc, decode, fuse_norm_, fuse_norm_max_);
-  const ArenaPlan memory = plan_arena(ops, esc, decode, fusion);
+  const ArenaPlan memory = plan_arena(ops, esc, fusion);
   place_outputs(ops, memory);
 
   // 3. dyn block layout and launches.

@@ -75,10 +75,8 @@ unsigned int grid_for(std::int64_t n) {
   return static_cast<unsigned int>(b < 1 ? 1 : (b > 65536 ? 65536 : b));
 }
 
-}  // namespace
-
-namespace {
 thread_local bool pdl_scope_on = true;  // PdlScope's setting for this thread's launches
+
 }  // namespace
 
 bool pdl_enabled() {
