@@ -238,10 +238,10 @@ void bench_aggregate_random(RandomLlama& m, const std::string& tag) {
         return m.forward_greedy(*caches.back(), ids(200, m.shape().vocab, 40 + static_cast<std::uint64_t>(i)), 1)[0];
       },
       [&](int n, const std::vector<std::int32_t>& tokens) {
-        std::vector<tf::LlamaPart> parts;
+        std::vector<tf::DecoderPart> parts;
         for (int i = 0; i < n; ++i)
-          parts.push_back({caches[static_cast<std::size_t>(i)].get(), std::span(&tokens[static_cast<std::size_t>(i)], 1),
-                           nullptr});
+          parts.push_back({caches[static_cast<std::size_t>(i)].get(), nullptr,
+                           std::span(&tokens[static_cast<std::size_t>(i)], 1), nullptr});
         return m.forward_greedy_parts(parts);
       });
 }

@@ -1,6 +1,6 @@
 #pragma once
-// A llama-shaped model whose weights are generated on the device (never stored), run by the llama family's
-// own forward pass (src/families/llama/llama_forward.h). Used by the CUDA benchmarks (8B and 27B-class
+// A llama-shaped model whose weights are generated on the device (never stored), run by the decoder families'
+// one forward pass (src/families/decoder_forward.h). Used by the CUDA benchmarks (8B and 27B-class
 // shapes) and by the CUDA backend's invariance tests.
 #include <cmath>
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include "backends/backend.h"
 #include "backends/cuda/cuda_backend.h"
 #include "families/greedy_ahead.h"
-#include "families/llama/llama_forward.h"
+#include "families/decoder_forward.h"
 
 namespace tf::bench {
 
@@ -34,30 +34,31 @@ class RandomLlama {
       return b_.random_weight(rows, cols, bits, s_.group, s_.scale_type, k += 7919);
     };
     w_.embed = w(s.vocab, s.hidden, s.embed_bits);
+    AttentionConfig ac;
+    ac.hidden = s.hidden;
+    ac.spec = attention_spec(s.heads, s.kv_heads, s.head_dim);
+    ac.rope.base = s.rope_base;
+    ac.rope.interleaved = s.interleaved;
     for (std::int64_t i = 0; i < s.layers; ++i) {
-      LlamaLayerWeights l;
-      l.attn_norm = w(1, s.hidden, 0);
-      l.q = w(s.heads * s.head_dim, s.hidden, s.bits);
-      l.k = w(s.kv_heads * s.head_dim, s.hidden, s.bits);
-      l.v = w(s.kv_heads * s.head_dim, s.hidden, s.bits);
-      l.o = w(s.hidden, s.heads * s.head_dim, s.bits);
-      l.mlp_norm = w(1, s.hidden, 0);
-      l.gate = w(s.ffn, s.hidden, s.bits);
-      l.up = w(s.ffn, s.hidden, s.bits);
-      l.down = w(s.hidden, s.ffn, s.bits);
-      w_.layers.push_back(std::move(l));
+      auto attn_norm = w(1, s.hidden, 0);
+      auto q = w(s.heads * s.head_dim, s.hidden, s.bits);
+      auto kk = w(s.kv_heads * s.head_dim, s.hidden, s.bits);
+      auto v = w(s.kv_heads * s.head_dim, s.hidden, s.bits);
+      auto o = w(s.hidden, s.heads * s.head_dim, s.bits);
+      auto mlp_norm = w(1, s.hidden, 0);
+      auto gate = w(s.ffn, s.hidden, s.bits);
+      auto up = w(s.ffn, s.hidden, s.bits);
+      auto down = w(s.hidden, s.ffn, s.bits);
+      w_.layers.push_back(attention_layer(ac, static_cast<int>(i), attn_norm, q, kk, v, o, mlp_norm, gate, up, down));
     }
     w_.final_norm = w(1, s.hidden, 0);
     w_.output = s.tied ? w_.embed : w(s.vocab, s.hidden, s.bits);
-    w_.rope.base = s.rope_base;
-    w_.rope.interleaved = s.interleaved;
-    w_.attn = llama_attention(s.heads, s.kv_heads, s.head_dim);
     w_.rms_eps = 1e-5f;
   }
 
-  const LlamaWeights& weights() const { return w_; }
+  const DecoderWeights& weights() const { return w_; }
   std::unique_ptr<KvCache> new_cache() const {
-    return b_.new_kv_cache(static_cast<int>(s_.layers), w_.attn.kv_heads, w_.attn.head_dim);
+    return b_.new_kv_cache(static_cast<int>(s_.layers), static_cast<int>(s_.kv_heads), static_cast<int>(s_.head_dim));
   }
 
   // Runs tokens at positions kv.length() .., returns the logits of the last logit_rows positions.
@@ -75,21 +76,21 @@ class RandomLlama {
   std::int32_t greedy_ahead(KvCache& kv, GreedyAhead& queue, std::int32_t token, bool queue_next) {
     return queue.next(b_, kv, token, queue_next,
                       [&](std::span<const std::int32_t> tokens, const std::shared_ptr<DeviceIds>& fed) {
-                        const LlamaPart part{&kv, tokens, fed};
-                        return llama_logits(b_, w_, std::span<const LlamaPart>(&part, 1), 1);
+                        const DecoderPart part{&kv, nullptr, tokens, fed};
+                        return decoder_logits(b_, w_, std::span<const DecoderPart>(&part, 1), 1);
                       });
   }
   Tensor logits(KvCache& kv, std::span<const std::int32_t> tokens, std::int64_t logit_rows) {
-    const LlamaPart part{&kv, tokens, nullptr};
-    return llama_logits(b_, w_, std::span<const LlamaPart>(&part, 1), logit_rows);
+    const DecoderPart part{&kv, nullptr, tokens, nullptr};
+    return decoder_logits(b_, w_, std::span<const DecoderPart>(&part, 1), logit_rows);
   }
   // A shared round: every part's rows in one forward pass, each row's greedy token (parts' rows in order).
-  std::vector<std::int32_t> forward_greedy_parts(std::span<const LlamaPart> parts) {
-    return b_.argmax_rows(llama_logits(b_, w_, parts, 0));
+  std::vector<std::int32_t> forward_greedy_parts(std::span<const DecoderPart> parts) {
+    return b_.argmax_rows(decoder_logits(b_, w_, parts, 0));
   }
   // The same, logits of every row.
-  std::vector<float> forward_parts(std::span<const LlamaPart> parts) {
-    return b_.to_host(llama_logits(b_, w_, parts, 0));
+  std::vector<float> forward_parts(std::span<const DecoderPart> parts) {
+    return b_.to_host(decoder_logits(b_, w_, parts, 0));
   }
 
   // Weight bytes one decode step reads: every linear weight once (codes, scales, biases) and one embedding row.
@@ -102,9 +103,11 @@ class RandomLlama {
       const double sb = s_.scale_type == HostDType::F32 ? 4.0 : 2.0;
       return elems * w.bits / 8.0 + 2.0 * groups * sb;
     };
-    for (const auto& l : w_.layers)
-      for (const DeviceWeight* w : {&l.attn_norm, &l.q, &l.k, &l.v, &l.o, &l.mlp_norm, &l.gate, &l.up, &l.down})
+    for (const auto& l : w_.layers) {
+      const auto& a = std::get<AttentionBlock>(l.mixer);
+      for (const DeviceWeight* w : {&l.input_norm, &a.q, &a.k, &a.v, &a.o, &l.post_norm, &l.mlp.gate, &l.mlp.up, &l.mlp.down})
         total += bytes(*w);
+    }
     total += bytes(w_.final_norm) + bytes(w_.output);
     total += bytes(w_.embed) / static_cast<double>(w_.embed.rows);
     return total;
@@ -119,7 +122,7 @@ class RandomLlama {
  private:
   CudaBackend& b_;
   LlamaShape s_;
-  LlamaWeights w_;
+  DecoderWeights w_;
 };
 
 }  // namespace tf::bench

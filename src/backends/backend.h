@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/host_weight.h"
+#include "checkpoint/host_weight.h"
 
 namespace tf {
 
@@ -44,6 +44,9 @@ struct RopeSpec {
   float base = 10000.0f;
   bool interleaved = false;   // pairs (2i, 2i+1) as in GGUF's permuted llama weights; else (i, i + d/2)
   std::vector<float> freq_factors;  // optional per-pair divisors (llama3 rope scaling, rope_freqs.weight)
+  // Partial RoPE: only each head's first `rotary_dims` dimensions rotate (pairs within them), the rest pass
+  // through; frequencies are base^(-2i/rotary_dims). 0: the whole head.
+  int rotary_dims = 0;
 };
 
 struct AttentionSpec {
@@ -51,21 +54,50 @@ struct AttentionSpec {
   float scale = 1.0f;  // usually 1/sqrt(head_dim)
 };
 
-// Per-stream key/value cache of every attention layer. Truncation is how drafts roll back.
-class KvCache {
+// What one stream keeps for a group of layers of one kind, held where the backend computes. Layers of a
+// kind are numbered 0.. within their store (a model's layer plan maps its layers onto them); a forward
+// writes them in that order, and the store's length follows its last layer.
+class StateStore {
  public:
-  virtual ~KvCache() = default;
-  virtual std::int64_t length() const = 0;  // positions written (all layers agree after a forward)
+  virtual ~StateStore() = default;
+  virtual std::int64_t length() const = 0;  // positions consumed (all layers agree after a forward)
+  // Back to `length`, which may be any position from the start of the last forward call on (a verify
+  // window's rejected rows); the state is then bit for bit what running only the first `length` positions
+  // would have left. Attention caches can go back further.
   virtual void truncate(std::int64_t length) = 0;
-  virtual std::size_t bytes() const = 0;  // device memory held
+  virtual std::size_t bytes() const = 0;  // memory held
+  // The state at its length as bytes, and back (the prompt cache; a restored store continues exactly as the
+  // one saved). restore() throws std::invalid_argument for bytes of another shape.
+  virtual std::vector<std::uint8_t> snapshot() const = 0;
+  virtual void restore(std::span<const std::uint8_t> bytes) = 0;
 };
 
-// One stream's rows inside a call: `rows` consecutive rows at positions start .. start + rows - 1 of `cache`
-// (rope ignores the cache). Runs follow each other in the call's row order.
+// Keys and values of a stream's attention layers (`layers` of kv_heads x head_dim), one row per position.
+// Truncation is how drafts roll back.
+class KvCache : public StateStore {};
+
+// The shape of a Gated DeltaNet mixer (Qwen3-Next / Qwen3.5): value heads share key heads in consecutive
+// groups of v_heads / k_heads; the causal conv spans `conv_kernel` positions of the q|k|v projection.
+struct GatedDeltaSpec {
+  int k_heads = 0, v_heads = 0, k_dim = 0, v_dim = 0, conv_kernel = 4;
+  std::int64_t conv_channels() const { return 2LL * k_heads * k_dim + static_cast<std::int64_t>(v_heads) * v_dim; }
+  // One layer's recurrent bytes: float32 state [v_heads, k_dim, v_dim] and the last conv_kernel - 1 inputs.
+  std::size_t layer_bytes() const {
+    return 4 * (static_cast<std::size_t>(v_heads) * k_dim * v_dim + static_cast<std::size_t>(conv_kernel - 1) * conv_channels());
+  }
+};
+
+// Conv windows and recurrent states of a stream's linear-attention layers: a fixed size whatever the length.
+class RecurrentState : public StateStore {};
+
+// One stream's rows inside a call: `rows` consecutive rows at positions start .. start + rows - 1 of the
+// stream's state (`cache` for attention layers, `recurrent` for linear-attention ones; rope reads neither).
+// Runs follow each other in the call's row order.
 struct StreamRows {
   KvCache* cache = nullptr;
   std::int64_t start = 0;
   std::int64_t rows = 0;
+  RecurrentState* recurrent = nullptr;
 };
 
 // Greedy ids the device may still be computing (Backend::argmax_rows_async). A later step's embedding can
@@ -86,6 +118,12 @@ class Backend {
 
   virtual DeviceWeight upload(const HostWeight& w) = 0;
   virtual std::unique_ptr<KvCache> new_kv_cache(int layers, int kv_heads, int head_dim) = 0;
+  // Whether this backend runs the linear-attention ops below (new_recurrent_state, gated_delta,
+  // rms_norm_gated); families that need them refuse other backends at load.
+  virtual bool has_linear_attention() const { return false; }
+  virtual std::unique_ptr<RecurrentState> new_recurrent_state(int /*layers*/, const GatedDeltaSpec& /*spec*/) {
+    throw std::logic_error("new_recurrent_state: this backend has no linear-attention layers");
+  }
 
   // [n, cols] rows of `table` for `ids` (dequantized when quantized).
   virtual Tensor embed(const DeviceWeight& table, std::span<const std::int32_t> ids) = 0;
@@ -94,6 +132,37 @@ class Backend {
   virtual Tensor linear(const Tensor& x, const DeviceWeight& w) = 0;
   virtual Tensor add(const Tensor& a, const Tensor& b) = 0;
   virtual Tensor swiglu(const Tensor& gate, const Tensor& up) = 0;  // silu(gate) * up
+  // ---- ops of gated attention and linear-attention layers (where has_linear_attention(); the defaults throw)
+  // RMSNorm of each head's `head_dim` values of x [n, heads * head_dim], times weight [head_dim] (q/k norms).
+  virtual Tensor rms_norm_heads(const Tensor& /*x*/, const DeviceWeight& /*weight*/, int /*heads*/, float /*eps*/) {
+    throw std::logic_error("rms_norm_heads: not on this backend");
+  }
+  // Columns offset .. offset + width - 1 of each of the `heads` blocks of `block` columns of x, as
+  // [n, heads * width] (a query and its output gate interleaved per head, say).
+  virtual Tensor head_columns(const Tensor& /*x*/, int /*heads*/, int /*block*/, int /*offset*/, int /*width*/) {
+    throw std::logic_error("head_columns: not on this backend");
+  }
+  // x * sigmoid(gate), elementwise (output-gated attention).
+  virtual Tensor sigmoid_gate(const Tensor& /*x*/, const Tensor& /*gate*/) {
+    throw std::logic_error("sigmoid_gate: not on this backend");
+  }
+  // Gated DeltaNet over each run's rows, in position order, continuing runs[r].recurrent's `layer`:
+  // qkv [n, conv_channels] (before the conv), a and b [n, v_heads]. Per position: depthwise causal conv
+  // (conv_weight [conv_channels, conv_kernel]) over the last conv_kernel inputs, SiLU, q|k|v split, q and k
+  // L2-normalised per head (q also scaled by k_dim^-0.5), beta = sigmoid(b), decay = exp(-exp(a_log) *
+  // softplus(a + dt_bias)); per value head S = decay * S, S += k (beta (v - S^T k))^T, out = S^T q.
+  // Returns [n, v_heads * v_dim]. Each row is computed the same whatever rows share the call.
+  virtual Tensor gated_delta(std::span<const StreamRows> /*runs*/, int /*layer*/, const Tensor& /*qkv*/,
+                             const Tensor& /*a*/, const Tensor& /*b*/, const DeviceWeight& /*conv_weight*/,
+                             const DeviceWeight& /*a_log*/, const DeviceWeight& /*dt_bias*/,
+                             const GatedDeltaSpec& /*spec*/) {
+    throw std::logic_error("gated_delta: not on this backend");
+  }
+  // RMSNorm of each head's values of x [n, heads * d] times weight [d], times silu(z) (the GDN output norm).
+  virtual Tensor rms_norm_gated(const Tensor& /*x*/, const DeviceWeight& /*weight*/, const Tensor& /*z*/, int /*heads*/,
+                                float /*eps*/) {
+    throw std::logic_error("rms_norm_gated: not on this backend");
+  }
   // Rotates x [n, heads * head_dim]: the rows of each run in turn, run r's rows at absolute positions
   // runs[r].start .. start + rows - 1 (one run for one stream; one per stream in a shared round).
   virtual Tensor rope(const Tensor& x, int heads, int head_dim, std::span<const StreamRows> runs,

@@ -46,6 +46,7 @@ class GgufWeights final : public WeightReader {
     w.name = name;
     w.cols = static_cast<std::int64_t>(t->dims[0]);
     w.rows = static_cast<std::int64_t>(t->element_count / std::max<std::uint64_t>(t->dims[0], 1));
+    for (std::size_t i = t->dims.size(); i-- > 0;) w.shape.push_back(static_cast<std::int64_t>(t->dims[i]));
     const auto bytes = file_.data(*t);
     switch (t->type) {
       case GgmlType::F32: return dense(std::move(w), HostDType::F32, bytes);
@@ -168,6 +169,7 @@ class HfWeights final : public WeightReader {
       if (scales.tensor->element_count() != t.shape[0] * groups || biases.tensor->element_count() != t.shape[0] * groups)
         throw CheckpointError(ck_.dir(), "'" + module + "' scales/biases do not match " + std::to_string(spec->bits) +
                                              "-bit group " + std::to_string(spec->group_size));
+      w.shape = {w.rows, w.cols};
       w.bits = spec->bits;
       w.group_size = spec->group_size;
       w.dtype = *sdt;
@@ -185,6 +187,7 @@ class HfWeights final : public WeightReader {
     w.dtype = *dt;
     w.cols = t.shape.empty() ? 1 : static_cast<std::int64_t>(t.shape.back());
     w.rows = w.cols == 0 ? 0 : static_cast<std::int64_t>(t.element_count()) / w.cols;
+    for (auto d : t.shape) w.shape.push_back(static_cast<std::int64_t>(d));
     auto d = loc.file->data(t);
     w.data.assign(d.begin(), d.end());
     return w;

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "backends/host_weight.h"
+#include "checkpoint/host_weight.h"
 
 namespace tf {
 

@@ -180,6 +180,7 @@ MemoryPlan Engine::plan_memory() const {
   }
   m.weight_bytes = info.weight_bytes;
   m.state_bytes_per_token = info.state_bytes_per_token;
+  m.state_bytes_per_stream = info.state_bytes_per_stream;
   m.workspace_bytes = prefill_workspace_bytes(info.prefill_chunk, info.state_bytes_per_token, info.vocab,
                                               1 + max_drafts_);
   return m;
@@ -199,9 +200,11 @@ std::string Engine::concurrency_summary() const {
   return fmt::format(
       "up to {} streams at once ({}; decode keeps {:.0f}% of the time while prompts fill), {} more queued\n"
       "  memory    budget {} bytes ({:.2f} GiB, {}); weights {} bytes; a request reserves {} bytes per token "
-      "(prompt plus completion) + {} bytes of prefill workspace; one request fits up to {} tokens",
+      "(prompt plus completion) + {} bytes of fixed state + {} bytes of prefill workspace; one request fits up to {} "
+      "tokens",
       o.parallel, sharing, o.decode_share * 100.0, o.max_queue, m.budget_bytes, gib(m.budget_bytes), m.budget_source,
-      m.weight_bytes, m.state_bytes_per_token, m.workspace_bytes, std::min(m.max_tokens_alone(), context_));
+      m.weight_bytes, m.state_bytes_per_token, m.state_bytes_per_stream, m.workspace_bytes,
+      std::min(m.max_tokens_alone(), context_));
 }
 
 const ModelInfo& Engine::model_info() const { return model_->info(); }

@@ -9,14 +9,15 @@
 namespace tf {
 
 std::size_t MemoryPlan::request_bytes(std::int64_t tokens) const {
-  return static_cast<std::size_t>(std::max<std::int64_t>(tokens, 0)) * state_bytes_per_token + workspace_bytes;
+  return static_cast<std::size_t>(std::max<std::int64_t>(tokens, 0)) * state_bytes_per_token + state_bytes_per_stream +
+         workspace_bytes;
 }
 
 std::int64_t MemoryPlan::max_tokens_alone() const {
   const auto room = stream_room();
-  if (room <= workspace_bytes) return 0;
+  if (room <= workspace_bytes + state_bytes_per_stream) return 0;
   if (state_bytes_per_token == 0) return INT64_MAX;
-  return static_cast<std::int64_t>((room - workspace_bytes) / state_bytes_per_token);
+  return static_cast<std::int64_t>((room - workspace_bytes - state_bytes_per_stream) / state_bytes_per_token);
 }
 
 std::size_t prefill_workspace_bytes(std::int64_t prefill_chunk, std::size_t state_bytes_per_token, std::int64_t vocab,

@@ -1,7 +1,7 @@
 #pragma once
 // The process memory budget and what one request costs in it (ARCHITECTURE §5): the weights are held once;
-// each admitted stream reserves its cache for every position it may reach (prompt plus completion) and a
-// prefill workspace, from admission until it finishes or is cancelled.
+// each admitted stream reserves its cache for every position it may reach (prompt plus completion), its
+// fixed-size state (recurrent layers) and a prefill workspace, from admission until it finishes or is cancelled.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -13,6 +13,7 @@ struct MemoryPlan {
   std::string budget_source;           // how the budget was found, for the startup report
   std::size_t weight_bytes = 0;
   std::size_t state_bytes_per_token = 0;
+  std::size_t state_bytes_per_stream = 0;  // fixed per stream (recurrent layers), whatever its length
   std::size_t workspace_bytes = 0;     // per stream: activations of a prefill chunk and the logits of a round
 
   // Bytes left for streams once the weights are in.

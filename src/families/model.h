@@ -19,17 +19,22 @@ struct ModelInfo {
   std::int64_t context = 0;  // the checkpoint's trained context length
   std::size_t weight_bytes = 0;  // as uploaded to the backend
   std::size_t state_bytes_per_token = 0;  // cache growth per position of one stream
+  std::size_t state_bytes_per_stream = 0;  // what one stream holds whatever its length (recurrent layers)
   std::int64_t prefill_chunk = 512;  // the family's fixed chunk grid for prefill (ARCHITECTURE §4)
 };
 
 // What one stream carries between forward passes: KV caches for attention layers, recurrent state for
-// linear-attention layers. Truncation rolls back to an earlier length (rejected drafts).
+// linear-attention layers. Truncation rolls back to an earlier length: to any position from the start of the
+// last forward call on (a verify window's rejected drafts), exactly.
 class SequenceState {
  public:
   virtual ~SequenceState() = default;
   virtual std::int64_t length() const = 0;
   virtual void truncate(std::int64_t length) = 0;
   virtual std::size_t bytes() const = 0;
+  // The whole state as bytes, and back: a restored state continues exactly as the saved one would have.
+  virtual std::vector<std::uint8_t> snapshot() const = 0;
+  virtual void restore(std::span<const std::uint8_t> bytes) = 0;
 };
 
 // One stream's part of a shared round: `tokens` at positions state.length() .., appended to the state, and
@@ -75,6 +80,9 @@ class Model {
   // engine's load-time row check verifies); otherwise, and by default, one forward per part.
   virtual std::vector<ForwardResult> forward_parts(std::span<const ForwardPart> parts);
 };
+
+// The family folder that serves a GGUF general.architecture / config.json model_type, or null.
+const char* serving_family(const std::string& architecture);
 
 // Opens a GGUF file or a checkpoint directory and builds the family that serves its architecture.
 // Throws CheckpointError for unreadable or unsupported checkpoints.

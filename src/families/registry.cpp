@@ -1,13 +1,37 @@
-// Which family serves which checkpoint: by GGUF general.architecture or config.json model_type.
+// Which family serves which checkpoint: by GGUF general.architecture or config.json model_type. A new family
+// is one line of kFamilies (and its folder).
+#include <array>
 #include <filesystem>
 
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/gguf.h"
 #include "checkpoint/hf_checkpoint.h"
-#include "families/llama/llama_model.h"
+#include "families/llama/llama.h"
 #include "families/model.h"
+#include "families/qwen3_5/qwen3_5.h"
 
 namespace tf {
+namespace {
+
+struct Family {
+  const char* architecture;  // GGUF general.architecture or config.json model_type
+  const char* family;        // our folder under src/families/
+  std::unique_ptr<Model> (*load)(const std::string& path, bool is_gguf, Backend& backend);
+};
+
+constexpr std::array<Family, 3> kFamilies{{
+    {"llama", "llama", load_llama},
+    {"qwen3_5", "qwen3_5", load_qwen3_5},
+    {"qwen3_5_text", "qwen3_5", load_qwen3_5},
+}};
+
+}  // namespace
+
+const char* serving_family(const std::string& architecture) {
+  for (const auto& f : kFamilies)
+    if (architecture == f.architecture) return f.family;
+  return nullptr;
+}
 
 std::unique_ptr<Model> load_model(const std::string& path, Backend& backend) {
   std::error_code ec;
@@ -20,7 +44,8 @@ std::unique_ptr<Model> load_model(const std::string& path, Backend& backend) {
     GgufFile f(path);
     arch = f.header().get_string("general.architecture").value_or("");
   }
-  if (arch == "llama") return load_llama(path, !is_dir, backend);
+  for (const auto& f : kFamilies)
+    if (arch == f.architecture) return f.load(path, !is_dir, backend);
   throw CheckpointError(path, "architecture '" + arch + "' is not served yet (tensorfold models lists the families)");
 }
 

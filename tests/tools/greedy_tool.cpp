@@ -4,10 +4,13 @@
 // "top2_gap": [...]}]} to stdout; EOS does not stop. Prints decode speed (forward passes only) to stderr.
 // Where the backend finds greedy tokens itself, each case is decoded a second time by the engine's decoder
 // (decode_stream without drafts: greedy ids, each round queued ahead, ForwardPart::ahead); a case whose tokens
-// differ from the logits path's fails the tool.
+// differ from the logits path's fails the tool. With "logit_rows": N in the input, each case also gets the
+// prompt's last N logits rows ("prompt_logits"); with "check_rollback": true, verify windows with wrong drafts
+// must give serial decoding's rows before and after each rollback (printed counts; a difference fails the tool).
 //   tf_greedy_tool MODEL GOLDEN.json STEPS         (MLX; built as tf_cuda_greedy_tool for CUDA)
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -26,6 +29,52 @@
 #define TF_MAKE_BACKEND tf::make_mlx_backend
 #endif
 
+namespace {
+
+struct RollbackCounts {
+  long windows = 0, accepted = 0, rejected = 0;
+};
+
+bool same_bits(const std::vector<float>& a, const float* b) { return std::memcmp(a.data(), b, a.size() * 4) == 0; }
+
+// Verify windows over the greedy continuation `tokens`, some drafts deliberately wrong, as the engine runs
+// them: every row before the first wrong draft must equal serial decoding bit for bit, and after the state is
+// truncated to the accepted length (a rollback inside recurrent layers' windows too) decoding goes on exactly
+// as serial decoding. Returns the rows that differ.
+int check_windows(tf::Model& model, std::span<const std::int32_t> prompt, const std::vector<std::int32_t>& tokens,
+                  const std::vector<std::vector<float>>& serial, RollbackCounts& counts) {
+  const auto vocab = static_cast<std::int32_t>(model.info().vocab);
+  auto state = model.new_state();
+  model.forward(*state, prompt, 1);
+  int failures = 0;
+  std::size_t i = 0;  // tokens[i] is the next token to run
+  while (i + 1 < tokens.size()) {
+    const std::size_t drafts = std::min<std::size_t>(1 + i % 5, tokens.size() - i - 1);
+    const std::size_t wrong = (i * 7) % (drafts + 2);  // a draft index to corrupt; >= drafts: none
+    std::vector<std::int32_t> window(tokens.begin() + static_cast<std::ptrdiff_t>(i),
+                                     tokens.begin() + static_cast<std::ptrdiff_t>(i + 1 + drafts));
+    if (wrong < drafts) window[1 + wrong] = (window[1 + wrong] + 1) % vocab;
+    const std::int64_t start = state->length();
+    const auto rows = model.forward(*state, window, static_cast<std::int64_t>(window.size()));
+    std::size_t accepted = 0;
+    while (accepted < drafts && window[1 + accepted] == tokens[i + 1 + accepted]) ++accepted;
+    for (std::size_t j = 0; j <= accepted; ++j)
+      if (!same_bits(serial[i + 1 + j], rows.data() + j * static_cast<std::size_t>(vocab))) ++failures;
+    state->truncate(start + 1 + static_cast<std::int64_t>(accepted));
+    ++counts.windows;
+    counts.accepted += static_cast<long>(accepted);
+    counts.rejected += accepted < drafts ? 1 : 0;
+    i += 1 + accepted;
+  }
+  if (i < tokens.size()) {  // the last token, after the last rollback
+    const std::int32_t one[1] = {tokens[i]};
+    if (!same_bits(serial[i + 1], model.forward(*state, one, 1).data())) ++failures;
+  }
+  return failures;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   if (argc != 4) {
     std::fprintf(stderr, "usage: %s MODEL GOLDEN.json STEPS\n", argv[0]);
@@ -37,6 +86,11 @@ int main(int argc, char** argv) {
     std::ifstream in(argv[2]);
     const auto golden = nlohmann::json::parse(in);
     const int steps = std::stoi(argv[3]);
+    const auto vocab = static_cast<std::size_t>(model->info().vocab);
+    const std::int64_t logit_rows = golden.value("logit_rows", 1);
+    const bool check_rollback = golden.value("check_rollback", false);
+    RollbackCounts rollback;
+    int rollback_failures = 0;
     tf::SamplingParams greedy;
     greedy.temperature = 0.0f;
     nlohmann::json out = {{"cases", nlohmann::json::array()}};
@@ -48,9 +102,11 @@ int main(int argc, char** argv) {
     for (const auto& c : golden.at("cases")) {
       const auto prompt = c.at("prompt_ids").get<std::vector<std::int32_t>>();
       auto state = model->new_state();
-      auto logits = model->forward(*state, prompt, 1);
+      const auto prompt_logits = model->forward(*state, prompt, logit_rows);
+      auto logits = std::vector<float>(prompt_logits.end() - static_cast<std::ptrdiff_t>(vocab), prompt_logits.end());
       std::vector<std::int32_t> tokens;
       std::vector<double> gaps;
+      std::vector<std::vector<float>> serial{logits};  // serial[k]: the distribution after k emitted tokens
       for (int i = 0; i < steps; ++i) {
         const std::int32_t t = tf::sample_token(logits, greedy, 0, state->length());
         std::vector<float> sorted(logits);
@@ -62,8 +118,11 @@ int main(int argc, char** argv) {
         logits = model->forward(*state, one, 1);
         decode_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         ++decoded;
+        if (check_rollback) serial.push_back(logits);
       }
       out["cases"].push_back({{"greedy", tokens}, {"top2_gap", gaps}});
+      if (logit_rows > 1) out["cases"].back()["prompt_logits"] = prompt_logits;
+      if (check_rollback) rollback_failures += check_windows(*model, prompt, tokens, serial, rollback);
       if (model->greedy_on_backend()) {  // the engine's rounds: decode_stream without drafts
         auto rounds = model->new_state();
         std::vector<std::int32_t> history = prompt, emitted;
@@ -93,7 +152,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: the engine's greedy rounds (queued ahead): %d cases, %d differ from the logits path, "
                    "%.1f rounds/s\n",
                    argv[0], round_cases, round_mismatches, static_cast<double>(rounds_done) / rounds_s);
-    return round_mismatches == 0 ? 0 : 1;
+    if (check_rollback)
+      std::fprintf(stderr, "%s: rollback: %ld verify windows, %ld drafts accepted, %ld rejected mid-window, %d rows "
+                   "differ from serial decoding\n",
+                   argv[0], rollback.windows, rollback.accepted, rollback.rejected, rollback_failures);
+    return round_mismatches == 0 && rollback_failures == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
     return 1;

@@ -74,7 +74,10 @@ class CudaBackendImpl final : public CudaBackend {
   WeightView weight_view(const DeviceWeight& d) const override { return device_weight_view(d); }
 
   std::unique_ptr<KvCache> new_kv_cache(int layers, int kv_heads, int head_dim) override {
-    return std::make_unique<CudaKvCache>(layers, kv_heads, head_dim);
+    return std::make_unique<CudaKvCache>(layers, kv_heads, head_dim, [this] {
+      flush();
+      return stream_;
+    });
   }
 
   // ---- ops (recorded) ----
@@ -148,6 +151,8 @@ class CudaBackendImpl final : public CudaBackend {
               const RopeSpec& spec) override {
     auto a = act(x);
     if (a->cols != static_cast<std::int64_t>(heads) * head_dim) throw std::invalid_argument("rope: shape");
+    if (spec.rotary_dims != 0 && spec.rotary_dims != head_dim)
+      throw std::invalid_argument("rope: partial rotation is not on the CUDA backend yet");
     Op op(Kind::Rope);
     std::int64_t rows = 0;
     for (const auto& r : runs) {

@@ -34,4 +34,45 @@ void grow_kv_cache(CudaKvCache& c, std::int64_t need, cudaStream_t stream) {
   next.buf = nullptr;
 }
 
+namespace {
+// Copies rows 0 .. length - 1 of every layer's keys and values between the cache and a host buffer laid out
+// [layer][k|v][kv_heads][length][head_dim].
+void copy_rows(const KvStorage& s, std::int64_t length, std::uint8_t* host, bool to_host, cudaStream_t stream) {
+  const std::size_t row = static_cast<std::size_t>(s.head_dim) * 4;
+  const std::size_t head_bytes = row * static_cast<std::size_t>(length);
+  std::size_t off = 0;
+  for (int l = 0; l < s.layers; ++l)
+    for (int kv = 0; kv < 2; ++kv) {
+      float* dev = kv == 0 ? s.k(l) : s.v(l);
+      if (to_host)
+        TF_CK(cudaMemcpy2DAsync(host + off, head_bytes, dev, row * static_cast<std::size_t>(s.cap), head_bytes,
+                                static_cast<std::size_t>(s.kv_heads), cudaMemcpyDeviceToHost, stream));
+      else
+        TF_CK(cudaMemcpy2DAsync(dev, row * static_cast<std::size_t>(s.cap), host + off, head_bytes, head_bytes,
+                                static_cast<std::size_t>(s.kv_heads), cudaMemcpyHostToDevice, stream));
+      off += head_bytes * static_cast<std::size_t>(s.kv_heads);
+    }
+  TF_CK(cudaStreamSynchronize(stream));
+}
+}  // namespace
+
+std::vector<std::uint8_t> CudaKvCache::snapshot() const {
+  cudaStream_t stream = settle_();
+  const std::size_t per_position = static_cast<std::size_t>(st->layers) * 2 * st->kv_heads * st->head_dim * 4;
+  std::vector<std::uint8_t> out(per_position * static_cast<std::size_t>(length_));
+  if (length_ > 0) copy_rows(*st, length_, out.data(), /*to_host=*/true, stream);
+  return out;
+}
+
+void CudaKvCache::restore(std::span<const std::uint8_t> bytes) {
+  const std::size_t per_position = static_cast<std::size_t>(st->layers) * 2 * st->kv_heads * st->head_dim * 4;
+  if (bytes.size() % per_position != 0) throw std::invalid_argument("kv cache restore: bytes of another shape");
+  const auto length = static_cast<std::int64_t>(bytes.size() / per_position);
+  cudaStream_t stream = settle_();
+  length_ = 0;  // nothing to keep when growing
+  if (length > st->cap) grow_kv_cache(*this, length, stream);
+  if (length > 0) copy_rows(*st, length, const_cast<std::uint8_t*>(bytes.data()), /*to_host=*/false, stream);
+  length_ = length;
+}
+
 }  // namespace tf::cuda_internal

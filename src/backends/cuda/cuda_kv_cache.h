@@ -4,6 +4,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
 #include <memory>
 #include <stdexcept>
 
@@ -23,7 +26,10 @@ struct KvStorage {
 
 class CudaKvCache final : public KvCache {
  public:
-  CudaKvCache(int layers, int kv_heads, int head_dim) : st(std::make_shared<KvStorage>()) {
+  // `settle` runs whatever the backend has recorded but not launched and returns its stream, so that a copy
+  // of the cache sees every write recorded before it (and a restore lands before any later one).
+  CudaKvCache(int layers, int kv_heads, int head_dim, std::function<cudaStream_t()> settle)
+      : st(std::make_shared<KvStorage>()), settle_(std::move(settle)) {
     st->layers = layers;
     st->kv_heads = kv_heads;
     st->head_dim = head_dim;
@@ -34,8 +40,14 @@ class CudaKvCache final : public KvCache {
     length_ = length;
   }
   std::size_t bytes() const override { return st->bytes(); }
+  // [layer][k|v][kv_heads][length][head_dim] float32.
+  std::vector<std::uint8_t> snapshot() const override;
+  void restore(std::span<const std::uint8_t> bytes) override;
   std::shared_ptr<KvStorage> st;
   std::int64_t length_ = 0;
+
+ private:
+  std::function<cudaStream_t()> settle_;
 };
 
 // Moves c's rows to a buffer of capacity max(need rounded up to 256, twice the old), and waits for the copy.

@@ -2,6 +2,7 @@
 
 #include <mlx/mlx.h>
 
+#include "backends/mlx/kernels/gated_delta.h"
 #include "backends/mlx/kernels/invariant_attention.h"
 #include "backends/mlx/kernels/invariant_matmul.h"
 
@@ -79,6 +80,45 @@ class MlxKvCache final : public KvCache {
     return n;
   }
 
+  std::vector<std::uint8_t> snapshot() const override {
+    const std::size_t per_head = static_cast<std::size_t>(length_) * static_cast<std::size_t>(head_dim_) * 4;
+    std::vector<std::uint8_t> out(keys_.size() * 2 * static_cast<std::size_t>(kv_heads_) * per_head);
+    if (length_ == 0) return out;
+    std::size_t off = 0;
+    const int n = static_cast<int>(length_);
+    for (std::size_t l = 0; l < keys_.size(); ++l)
+      for (const auto* buf : {&keys_[l], &values_[l]}) {
+        auto rows = host_f32(mx::slice(**buf, {0, 0, 0, 0}, {1, kv_heads_, n, head_dim_}));
+        std::memcpy(out.data() + off, rows.data<float>(), rows.nbytes());
+        off += rows.nbytes();
+      }
+    return out;
+  }
+
+  void restore(std::span<const std::uint8_t> bytes) override {
+    const std::size_t per_position = keys_.size() * 2 * static_cast<std::size_t>(kv_heads_) * static_cast<std::size_t>(head_dim_) * 4;
+    if (per_position == 0 || bytes.size() % per_position != 0)
+      throw std::invalid_argument("kv cache restore: bytes of another shape");
+    const int n = static_cast<int>(bytes.size() / per_position);
+    const int cap = std::max(kStep, (n + kStep - 1) / kStep * kStep);
+    std::size_t off = 0;
+    const std::size_t block = static_cast<std::size_t>(kv_heads_) * static_cast<std::size_t>(n) * static_cast<std::size_t>(head_dim_) * 4;
+    for (std::size_t l = 0; l < keys_.size(); ++l)
+      for (auto* buf : {&keys_[l], &values_[l]}) {
+        mx::array full = mx::zeros({1, kv_heads_, cap, head_dim_}, mx::float32);
+        if (n > 0) {
+          std::vector<std::uint8_t> part(bytes.begin() + static_cast<std::ptrdiff_t>(off),
+                                         bytes.begin() + static_cast<std::ptrdiff_t>(off + block));
+          const mx::Shape zero{0, 0, 0, 0}, upto{1, kv_heads_, n, head_dim_};
+          full = mx::slice_update(full, from_bytes(part, upto, mx::float32), zero, upto);
+        }
+        mx::eval(full);
+        *buf = full;
+        off += block;
+      }
+    length_ = n;
+  }
+
   // The whole buffers of a layer, [1, kv_heads, capacity, head_dim].
   std::pair<mx::array&, mx::array&> buffers(int layer) {
     return {*keys_[static_cast<std::size_t>(layer)], *values_[static_cast<std::size_t>(layer)]};
@@ -120,6 +160,129 @@ class MlxKvCache final : public KvCache {
   std::int64_t length_ = 0;
 };
 
+// Conv windows and recurrent states of a stream's Gated DeltaNet layers, in host memory (the recurrence runs
+// on the CPU: kernels/gated_delta). Each layer keeps two buffers: a call of at most kReplayRows rows (decode,
+// a verify window) reads the state from one and leaves its result in the other, and keeps its inputs, so a
+// truncation inside that window restores the state before it and replays the accepted rows, bit for bit.
+// Longer calls (prefill chunks) run in place and cannot be rolled back into (docs/architecture.md).
+class MlxRecurrentState final : public RecurrentState {
+ public:
+  static constexpr std::int64_t kReplayRows = 16;
+
+  MlxRecurrentState(int layers, const GatedDeltaSpec& spec)
+      : shape_{spec.k_heads, spec.v_heads, spec.k_dim, spec.v_dim, spec.conv_kernel}, layers_(static_cast<std::size_t>(layers)) {
+    for (auto& l : layers_)
+      for (auto& b : l.buf) b.assign(static_cast<std::size_t>(floats()), 0.0f);
+  }
+  std::int64_t length() const override { return length_; }
+  std::size_t bytes() const override {
+    std::size_t n = 0;
+    for (const auto& l : layers_) n += (l.buf[0].capacity() + l.buf[1].capacity() + l.inputs.capacity()) * 4;
+    return n;
+  }
+
+  // Runs `rows` positions from `start` (the state's length) through `layer`.
+  void run(int layer, std::int64_t start, std::int64_t rows, const float* qkv, const float* a, const float* b,
+           const GatedDeltaWeights& w, float* out) {
+    if (layer < 0 || static_cast<std::size_t>(layer) >= layers_.size()) throw std::invalid_argument("gated_delta: layer");
+    if (start != length_) throw std::invalid_argument("gated_delta: the rows must continue the state");
+    if (layer == 0) {
+      call_start_ = start;
+      replayable_ = rows <= kReplayRows;
+    }
+    auto& l = layers_[static_cast<std::size_t>(layer)];
+    l.w = w;
+    if (replayable_) {
+      l.before = l.cur;
+      l.cur = 1 - l.cur;
+      const auto c = shape_.channels(), h = static_cast<std::int64_t>(shape_.v_heads);
+      l.inputs.assign(qkv, qkv + rows * c);
+      l.inputs.insert(l.inputs.end(), a, a + rows * h);
+      l.inputs.insert(l.inputs.end(), b, b + rows * h);
+      l.rows = rows;
+    } else {
+      l.before = -1;
+    }
+    step(l, rows, qkv, a, b, out);
+    if (static_cast<std::size_t>(layer) + 1 == layers_.size()) length_ = start + rows;
+  }
+
+  void truncate(std::int64_t length) override {
+    if (length == length_) return;
+    if (length < 0 || length > length_ || !replayable_ || length < call_start_)
+      throw std::invalid_argument("recurrent state: truncation outside the last verify window");
+    const std::int64_t keep = length - call_start_;
+    std::vector<float> scratch;
+    for (auto& l : layers_) {
+      const auto c = shape_.channels(), h = static_cast<std::int64_t>(shape_.v_heads);
+      l.cur = l.before;
+      if (keep == 0) continue;
+      const float* qkv = l.inputs.data();
+      const float* a = qkv + l.rows * c;
+      const float* b = a + l.rows * h;
+      scratch.resize(static_cast<std::size_t>(keep * h * shape_.v_dim));
+      l.cur = 1 - l.before;
+      step_from(l, l.before, keep, qkv, a, b, scratch.data());
+    }
+    length_ = length;
+  }
+
+  // [length: int64][per layer: conv window, then state], float32.
+  std::vector<std::uint8_t> snapshot() const override {
+    std::vector<std::uint8_t> out(8 + layers_.size() * static_cast<std::size_t>(floats()) * 4);
+    std::memcpy(out.data(), &length_, 8);
+    std::size_t off = 8;
+    for (const auto& l : layers_) {
+      std::memcpy(out.data() + off, l.buf[l.cur].data(), static_cast<std::size_t>(floats()) * 4);
+      off += static_cast<std::size_t>(floats()) * 4;
+    }
+    return out;
+  }
+
+  void restore(std::span<const std::uint8_t> bytes) override {
+    if (bytes.size() != 8 + layers_.size() * static_cast<std::size_t>(floats()) * 4)
+      throw std::invalid_argument("recurrent state restore: bytes of another shape");
+    std::int64_t length = 0;
+    std::memcpy(&length, bytes.data(), 8);
+    if (length < 0) throw std::invalid_argument("recurrent state restore: negative length");
+    std::size_t off = 8;
+    for (auto& l : layers_) {
+      l.cur = 0;
+      l.before = -1;
+      std::memcpy(l.buf[0].data(), bytes.data() + off, static_cast<std::size_t>(floats()) * 4);
+      off += static_cast<std::size_t>(floats()) * 4;
+    }
+    length_ = length;
+    call_start_ = length;
+    replayable_ = false;
+  }
+
+ private:
+  struct Layer {
+    std::vector<float> buf[2];  // [conv window | state]
+    int cur = 0;                // the buffer holding the state at the store's length
+    int before = -1;            // the buffer holding the state before the last call, while it can be replayed
+    std::vector<float> inputs;  // the last call's qkv, a and b rows, while it can be replayed
+    std::int64_t rows = 0;
+    GatedDeltaWeights w;
+  };
+  std::int64_t floats() const { return shape_.conv_floats() + shape_.state_floats(); }
+  // From the state in buf[from] (or in place when from == cur), rows positions, the result in buf[cur].
+  void step_from(Layer& l, int from, std::int64_t rows, const float* qkv, const float* a, const float* b, float* out) {
+    const float* in = l.buf[from].data();
+    float* res = l.buf[l.cur].data();
+    gated_delta_rows(qkv, a, b, rows, l.w, shape_, in, in + shape_.conv_floats(), res, res + shape_.conv_floats(), out);
+  }
+  void step(Layer& l, std::int64_t rows, const float* qkv, const float* a, const float* b, float* out) {
+    step_from(l, l.before >= 0 ? l.before : l.cur, rows, qkv, a, b, out);
+  }
+
+  GatedDeltaShape shape_;
+  std::vector<Layer> layers_;
+  std::int64_t length_ = 0, call_start_ = 0;
+  bool replayable_ = false;
+};
+
 // Rows row .. row + n - 1 of a [rows, cols].
 mx::array row_slice(const mx::array& a, int row, int n) { return mx::slice(a, {row, 0}, {row + n, a.shape(1)}); }
 
@@ -141,17 +304,18 @@ mx::array per_run(const mx::array& a, std::span<const StreamRows> runs, F f) {
 mx::array rope_run(const mx::array& a, int heads, int head_dim, std::int64_t start, const RopeSpec& spec) {
   const int n = a.shape(0);
   auto h = mx::transpose(mx::reshape(a, {1, n, heads, head_dim}), {0, 2, 1, 3});  // [1, heads, n, d]
+  const int dims = spec.rotary_dims > 0 ? spec.rotary_dims : head_dim;  // partial RoPE: the first dims rotate
   std::optional<mx::array> freqs;
   std::optional<float> base = spec.base;
   if (!spec.freq_factors.empty()) {
     // MLX takes explicit frequencies (as periods); fold the per-pair factors into base^(2i/d) * factor.
     std::vector<float> f(spec.freq_factors.size());
     for (std::size_t i = 0; i < f.size(); ++i)
-      f[i] = std::pow(spec.base, 2.0f * static_cast<float>(i) / static_cast<float>(head_dim)) * spec.freq_factors[i];
+      f[i] = std::pow(spec.base, 2.0f * static_cast<float>(i) / static_cast<float>(dims)) * spec.freq_factors[i];
     freqs = mx::array(f.begin(), {static_cast<int>(f.size())}, mx::float32);
     base = std::nullopt;
   }
-  auto r = mx::fast::rope(h, head_dim, spec.interleaved, base, 1.0f, static_cast<int>(start), freqs);
+  auto r = mx::fast::rope(h, dims, spec.interleaved, base, 1.0f, static_cast<int>(start), freqs);
   return mx::reshape(mx::transpose(r, {0, 2, 1, 3}), {n, heads * head_dim});
 }
 
@@ -199,11 +363,15 @@ class MlxBackend final : public Backend {
     } else {
       const int groups = cols / w.group_size;
       auto packed = from_bytes(w.data, {rows, cols * w.bits / 32}, mx::uint32);
-      auto scales = mx::astype(from_bytes(w.scales, {rows, groups}, mlx_dtype(w.dtype)), mx::float32);
-      auto biases = mx::astype(from_bytes(w.biases, {rows, groups}, mlx_dtype(w.dtype)), mx::float32);
+      auto scales = from_bytes(w.scales, {rows, groups}, mlx_dtype(w.dtype));
+      auto biases = from_bytes(w.biases, {rows, groups}, mlx_dtype(w.dtype));
       if (dequantize_at_load_) {
-        d.data = wrap(mx::dequantize(packed, scales, biases, w.group_size, w.bits));
+        // In the scales' own type, as MLX computes a quantized weight (scale * q and + bias each rounded to it:
+        // bf16 scales give bf16 weights), then widened to float32 exactly.
+        d.data = wrap(mx::astype(mx::dequantize(packed, scales, biases, w.group_size, w.bits), mx::float32));
       } else {
+        scales = mx::astype(scales, mx::float32);
+        biases = mx::astype(biases, mx::float32);
         d.bits = w.bits;
         d.group_size = w.group_size;
         d.data = wrap(packed);
@@ -252,6 +420,73 @@ class MlxBackend final : public Backend {
   Tensor swiglu(const Tensor& gate, const Tensor& up) override {
     const auto& g = arr(gate);
     return wrap(mx::multiply(mx::multiply(g, mx::sigmoid(g)), arr(up)));
+  }
+
+  bool has_linear_attention() const override { return true; }
+
+  std::unique_ptr<RecurrentState> new_recurrent_state(int layers, const GatedDeltaSpec& spec) override {
+    if (spec.k_heads <= 0 || spec.v_heads % spec.k_heads != 0 || spec.k_dim <= 0 || spec.v_dim <= 0 || spec.conv_kernel < 1)
+      throw std::invalid_argument("new_recurrent_state: a Gated DeltaNet shape needs v_heads a multiple of k_heads");
+    return std::make_unique<MlxRecurrentState>(layers, spec);
+  }
+
+  Tensor rms_norm_heads(const Tensor& x, const DeviceWeight& weight, int heads, float eps) override {
+    const auto& a = arr(x);
+    const int n = a.shape(0), d = static_cast<int>(weight.cols);
+    if (a.shape(1) != heads * d) throw std::invalid_argument("rms_norm_heads: shape");
+    auto y = mx::fast::rms_norm(mx::reshape(a, {n * heads, d}), mx::reshape(arr(weight.data), {d}), eps);
+    return wrap(mx::reshape(y, {n, heads * d}));
+  }
+
+  Tensor head_columns(const Tensor& x, int heads, int block, int offset, int width) override {
+    const auto& a = arr(x);
+    const int n = a.shape(0);
+    if (a.shape(1) != heads * block || offset < 0 || width < 1 || offset + width > block)
+      throw std::invalid_argument("head_columns: shape");
+    auto part = mx::slice(mx::reshape(a, {n, heads, block}), {0, 0, offset}, {n, heads, offset + width});
+    return wrap(mx::reshape(mx::contiguous(part), {n, heads * width}));
+  }
+
+  Tensor sigmoid_gate(const Tensor& x, const Tensor& gate) override {
+    return wrap(mx::multiply(arr(x), mx::sigmoid(arr(gate))));
+  }
+
+  Tensor gated_delta(std::span<const StreamRows> runs, int layer, const Tensor& qkv, const Tensor& a, const Tensor& b,
+                     const DeviceWeight& conv_weight, const DeviceWeight& a_log, const DeviceWeight& dt_bias,
+                     const GatedDeltaSpec& spec) override {
+    const auto x = host_f32(arr(qkv)), av = host_f32(arr(a)), bv = host_f32(arr(b));
+    const int n = x.shape(0);
+    const auto C = spec.conv_channels();
+    if (x.shape(1) != C || av.shape(0) != n || bv.shape(0) != n || av.shape(1) != spec.v_heads || bv.shape(1) != spec.v_heads ||
+        conv_weight.rows != C || conv_weight.cols != spec.conv_kernel || a_log.cols != spec.v_heads || dt_bias.cols != spec.v_heads)
+      throw std::invalid_argument("gated_delta: shapes");
+    const GatedDeltaWeights w{arr(conv_weight.data).data<float>(), arr(a_log.data).data<float>(),
+                              arr(dt_bias.data).data<float>()};
+    const std::int64_t width = static_cast<std::int64_t>(spec.v_heads) * spec.v_dim;
+    auto* out = new float[static_cast<std::size_t>(n * width)];
+    std::int64_t row = 0;
+    for (const auto& run : runs) {
+      auto* st = dynamic_cast<MlxRecurrentState*>(run.recurrent);
+      if (st == nullptr) throw std::invalid_argument("gated_delta: a run without an MLX recurrent state");
+      st->run(layer, run.start, run.rows, x.data<float>() + row * C, av.data<float>() + row * spec.v_heads,
+              bv.data<float>() + row * spec.v_heads, w, out + row * width);
+      row += run.rows;
+    }
+    if (row != n) {
+      delete[] out;
+      throw std::invalid_argument("gated_delta: the runs do not cover the rows");
+    }
+    return wrap(adopt(out, {n, static_cast<int>(width)}));
+  }
+
+  Tensor rms_norm_gated(const Tensor& x, const DeviceWeight& weight, const Tensor& z, int heads, float eps) override {
+    const auto& a = arr(x);
+    const int n = a.shape(0), d = static_cast<int>(weight.cols);
+    if (a.shape(1) != heads * d || arr(z).shape(1) != heads * d) throw std::invalid_argument("rms_norm_gated: shape");
+    auto y = mx::reshape(mx::fast::rms_norm(mx::reshape(a, {n * heads, d}), mx::reshape(arr(weight.data), {d}), eps),
+                         {n, heads * d});
+    const auto& g = arr(z);
+    return wrap(mx::multiply(y, mx::multiply(g, mx::sigmoid(g))));
   }
 
   Tensor rope(const Tensor& x, int heads, int head_dim, std::span<const StreamRows> runs,

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "backends/cuda/cuda_backend.h"
-#include "families/llama/llama_forward.h"
+#include "families/decoder_forward.h"
 #include "cuda_test_util.h"
 
 namespace tf::cuda::test {
@@ -183,21 +183,24 @@ struct RefModel {
 // The reference model's weights on the device, run by the llama family's forward pass.
 struct DevModel {
   Backend& b;
-  LlamaWeights w;
+  DecoderWeights w;
   DevModel(Backend& be, const RefModel& r) : b(be) {
     w.embed = b.upload(r.embed.hw);
     w.output = w.embed;
     w.final_norm = b.upload(r.final_norm.hw);
+    AttentionConfig ac;
+    ac.spec = attention_spec(r.d.heads, r.d.kv_heads, r.d.head_dim);
+    ac.rope.interleaved = r.interleaved;
+    int slot = 0;
     for (const auto& l : r.layers)
-      w.layers.push_back({b.upload(l.attn_norm.hw), b.upload(l.q.hw), b.upload(l.k.hw), b.upload(l.v.hw), b.upload(l.o.hw),
-                          b.upload(l.mlp_norm.hw), b.upload(l.gate.hw), b.upload(l.up.hw), b.upload(l.down.hw)});
-    w.rope.interleaved = r.interleaved;
-    w.attn = llama_attention(r.d.heads, r.d.kv_heads, r.d.head_dim);
+      w.layers.push_back(attention_layer(ac, slot++, b.upload(l.attn_norm.hw), b.upload(l.q.hw), b.upload(l.k.hw),
+                                         b.upload(l.v.hw), b.upload(l.o.hw), b.upload(l.mlp_norm.hw), b.upload(l.gate.hw),
+                                         b.upload(l.up.hw), b.upload(l.down.hw)));
     w.rms_eps = 1e-5f;
   }
   std::vector<float> forward(KvCache& kv, std::span<const std::int32_t> t, std::int64_t logit_rows) {
-    const LlamaPart part{&kv, t, nullptr};
-    return b.to_host(llama_logits(b, w, std::span<const LlamaPart>(&part, 1), logit_rows));
+    const DecoderPart part{&kv, nullptr, t, nullptr};
+    return b.to_host(decoder_logits(b, w, std::span<const DecoderPart>(&part, 1), logit_rows));
   }
 };
 

@@ -208,13 +208,13 @@ void shared_rounds_equal_serial(bench::RandomLlama& m, std::span<const std::int3
   const std::size_t vocab = serial.front().size();
   for (std::size_t round = 0; round < 2; ++round) {
     std::vector<std::unique_ptr<KvCache>> caches;
-    std::vector<LlamaPart> parts;
+    std::vector<DecoderPart> parts;
     for (std::size_t s = 0; s < 6; ++s) {
       const std::size_t d = s + round;
       caches.push_back(m.new_cache());
       m.forward(*caches.back(), prompt, 1);
       for (std::size_t i = 0; i < d; ++i) m.forward(*caches.back(), cont.subspan(i, 1), 1);
-      parts.push_back({caches.back().get(), cont.subspan(d, widths[s]), nullptr});
+      parts.push_back({caches.back().get(), nullptr, cont.subspan(d, widths[s]), nullptr});
     }
     const auto logits = m.forward_parts(parts);
     ASSERT_EQ(logits.size(), 16 * vocab);

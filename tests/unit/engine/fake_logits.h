@@ -3,6 +3,7 @@
 // function of (position, token there, token before), so a state that kept stale tokens after a rollback, a
 // row taken for the wrong position, or a stream that saw another stream's tokens changes them.
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -28,6 +29,15 @@ class FakeTokenState : public SequenceState {
   std::int64_t length() const override { return static_cast<std::int64_t>(tokens.size()); }
   void truncate(std::int64_t n) override { tokens.resize(static_cast<std::size_t>(n)); }
   std::size_t bytes() const override { return tokens.size() * 4; }
+  std::vector<std::uint8_t> snapshot() const override {
+    std::vector<std::uint8_t> out(tokens.size() * 4);
+    std::memcpy(out.data(), tokens.data(), out.size());
+    return out;
+  }
+  void restore(std::span<const std::uint8_t> bytes) override {
+    tokens.resize(bytes.size() / 4);
+    std::memcpy(tokens.data(), bytes.data(), bytes.size());
+  }
 };
 
 // The fake forward: appends `tokens` to the stream's `history` (what its state holds) and returns the logits

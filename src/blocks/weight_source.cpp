@@ -1,0 +1,92 @@
+#include "blocks/weight_source.h"
+
+#include <cstring>
+#include <vector>
+
+#include "checkpoint/checkpoint_error.h"
+#include "checkpoint/half_float.h"
+
+namespace tf {
+namespace {
+
+std::string dims(std::int64_t rows, std::int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
+
+// The values of a dense HostWeight as float32.
+std::vector<float> to_f32(const HostWeight& w) {
+  const auto n = static_cast<std::size_t>(w.rows * w.cols);
+  std::vector<float> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint16_t h = 0;
+    switch (w.dtype) {
+      case HostDType::F32: std::memcpy(&out[i], w.data.data() + 4 * i, 4); break;
+      case HostDType::F16: std::memcpy(&h, w.data.data() + 2 * i, 2); out[i] = f16_to_f32(h); break;
+      case HostDType::BF16: std::memcpy(&h, w.data.data() + 2 * i, 2); out[i] = bf16_to_f32(h); break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+WeightSource::WeightSource(const WeightReader& reader, Backend& backend, std::function<std::string(const std::string&)> rename)
+    : reader_(reader), backend_(backend), rename_(std::move(rename)), path_(reader.path()) {}
+
+bool WeightSource::has(const std::string& name) const { return reader_.has(rename_ ? rename_(name) : name); }
+
+HostWeight WeightSource::read(const std::string& name) const {
+  const std::string stored = rename_ ? rename_(name) : name;
+  if (!reader_.has(stored)) fail("missing tensor '" + stored + "'");
+  return reader_.read(stored);
+}
+
+void WeightSource::fail(const std::string& problem) const { throw CheckpointError(path_, problem); }
+
+DeviceWeight WeightSource::upload(const HostWeight& w) {
+  auto d = backend_.upload(w);
+  bytes_ += device_weight_bytes(d);
+  return d;
+}
+
+DeviceWeight WeightSource::matrix(const std::string& name, std::int64_t rows, std::int64_t cols) {
+  auto w = read(name);
+  if (w.rows != rows || w.cols != cols)
+    fail("tensor '" + w.name + "' is " + dims(w.rows, w.cols) + ", expected " + dims(rows, cols));
+  return upload(w);
+}
+
+DeviceWeight WeightSource::vector(const std::string& name, std::int64_t n, bool plus_one) {
+  auto w = read(name);
+  if (w.bits != 0 || w.rows * w.cols != n)
+    fail("tensor '" + w.name + "' should be " + std::to_string(n) + " float values, is " + dims(w.rows, w.cols) +
+         (w.bits != 0 ? " quantized" : ""));
+  auto values = to_f32(w);
+  if (plus_one)
+    for (auto& v : values) v = 1.0f + v;
+  w.rows = 1;
+  w.cols = n;
+  w.shape = {n};
+  w.dtype = HostDType::F32;
+  w.data.resize(values.size() * 4);
+  std::memcpy(w.data.data(), values.data(), w.data.size());
+  return upload(w);
+}
+
+DeviceWeight WeightSource::dense(const std::string& name, std::int64_t rows, std::int64_t cols) {
+  auto w = read(name);
+  if (w.bits != 0 || w.rows * w.cols != rows * cols)
+    fail("tensor '" + w.name + "' should be " + dims(rows, cols) + " float values, is " + dims(w.rows, w.cols) +
+         (w.bits != 0 ? " quantized" : ""));
+  w.rows = rows;
+  w.cols = cols;
+  w.shape = {rows, cols};
+  return upload(w);
+}
+
+std::size_t device_weight_bytes(const DeviceWeight& w) {
+  const auto elems = static_cast<std::size_t>(w.rows * w.cols);
+  if (!w.quantized()) return elems * 4;
+  const auto groups = elems / static_cast<std::size_t>(w.group_size);
+  return elems * static_cast<std::size_t>(w.bits) / 8 + groups * 8;
+}
+
+}  // namespace tf

@@ -1,0 +1,46 @@
+#pragma once
+// How a block gets its weights: by name from a checkpoint, uploaded to the backend, with the shape checked
+// and every uploaded byte counted. A bad checkpoint is one CheckpointError naming the file and the tensor.
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "backends/backend.h"
+#include "checkpoint/weight_reader.h"
+
+namespace tf {
+
+class WeightSource {
+ public:
+  // `rename` maps the names blocks use (Hugging Face's) to the checkpoint's, for layouts that differ (GGUF).
+  WeightSource(const WeightReader& reader, Backend& backend, std::function<std::string(const std::string&)> rename = {});
+
+  bool has(const std::string& name) const;
+  // A [rows, cols] matrix, dense or quantized.
+  DeviceWeight matrix(const std::string& name, std::int64_t rows, std::int64_t cols);
+  // A vector of n float values (norm weights, per-head parameters). With `plus_one` each value is stored as
+  // 1 + w: zero-centred RMSNorm weights (Qwen3.5, Gemma) become plain multipliers.
+  DeviceWeight vector(const std::string& name, std::int64_t n, bool plus_one = false);
+  // A dense float weight of rows * cols values, whatever its stored shape (a depthwise conv kernel is
+  // [channels, 1, kernel] in one layout and [channels, kernel, 1] in another: the same values in order).
+  DeviceWeight dense(const std::string& name, std::int64_t rows, std::int64_t cols);
+
+  std::size_t bytes() const { return bytes_; }  // uploaded so far (as the backend holds them)
+  const std::string& path() const { return path_; }
+  [[noreturn]] void fail(const std::string& problem) const;
+
+ private:
+  HostWeight read(const std::string& name) const;
+  DeviceWeight upload(const HostWeight& w);
+
+  const WeightReader& reader_;
+  Backend& backend_;
+  std::function<std::string(const std::string&)> rename_;
+  std::string path_;
+  std::size_t bytes_ = 0;
+};
+
+// Weight bytes as uploaded (codes, scales and biases; dense weights as float32).
+std::size_t device_weight_bytes(const DeviceWeight& w);
+
+}  // namespace tf

@@ -1,0 +1,54 @@
+#pragma once
+// The forward pass every decoder family shares: embed, then each layer's pre-norm token mixer (attention or
+// Gated DeltaNet) and pre-norm SwiGLU MLP on the residual stream, then the final norm and the output
+// projection. A family is a layer plan over these blocks (src/blocks/); this is its one forward pass, also run
+// by the CUDA benchmarks and tests on random weights.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <variant>
+#include <vector>
+
+#include "backends/backend.h"
+#include "blocks/attention.h"
+#include "blocks/gated_delta.h"
+#include "blocks/swiglu_mlp.h"
+
+namespace tf {
+
+struct DecoderLayer {
+  DeviceWeight input_norm, post_norm;  // before the mixer, before the MLP (plain multipliers)
+  std::variant<AttentionBlock, GatedDeltaBlock> mixer;
+  int slot = 0;  // the layer's index among the layers whose state is of its kind (KvCache / RecurrentState)
+  SwiGluMlp mlp;
+  bool attention() const { return std::holds_alternative<AttentionBlock>(mixer); }
+};
+
+struct DecoderWeights {
+  DeviceWeight embed, final_norm, output;  // output is embed when tied
+  std::vector<DecoderLayer> layers;
+  float rms_eps = 1e-5f;
+  int attention_layers() const;
+  int recurrent_layers() const;
+};
+
+// A plain attention + SwiGLU layer from weights made elsewhere (the CUDA tests and benchmarks generate them).
+DecoderLayer attention_layer(const AttentionConfig& cfg, int slot, DeviceWeight input_norm, DeviceWeight q, DeviceWeight k,
+                             DeviceWeight v, DeviceWeight o, DeviceWeight post_norm, DeviceWeight gate, DeviceWeight up,
+                             DeviceWeight down);
+
+// One stream's part of a forward: `tokens` at positions state length .., appended to its stores.
+struct DecoderPart {
+  KvCache* cache = nullptr;           // null when no layer attends
+  RecurrentState* recurrent = nullptr;  // null when no layer is recurrent
+  std::span<const std::int32_t> tokens;
+  // Set: the part's one token is this id on the device (GreedyAhead), and `tokens` holds a placeholder.
+  std::shared_ptr<DeviceIds> fed;
+};
+
+// The logits left on the backend: with one part, of its last `logit_rows` positions (<= 0: every row); with
+// several parts (a shared round), of every row, the parts' rows in order. Each part's rows are computed as in
+// a forward of that part alone wherever the backend's kernels are row-invariant (Backend::invariant_rows).
+Tensor decoder_logits(Backend& b, const DecoderWeights& w, std::span<const DecoderPart> parts, std::int64_t logit_rows);
+
+}  // namespace tf

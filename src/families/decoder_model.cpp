@@ -1,0 +1,98 @@
+#include "families/decoder_model.h"
+
+#include <stdexcept>
+
+#include "blocks/weight_source.h"
+#include "families/stream_state.h"
+
+namespace tf {
+
+DecoderModel::DecoderModel(Backend& backend, ModelInfo info, DecoderWeights weights, GatedDeltaSpec recurrent)
+    : backend_(backend), info_(std::move(info)), w_(std::move(weights)), recurrent_(recurrent) {
+  for (const auto& l : w_.layers)
+    if (const auto* at = std::get_if<AttentionBlock>(&l.mixer)) {
+      kv_shape_ = at->cfg.spec;
+      break;
+    }
+  info_.state_bytes_per_token =
+      static_cast<std::size_t>(2 * w_.attention_layers()) * static_cast<std::size_t>(kv_shape_.kv_heads * kv_shape_.head_dim) * 4;
+  // Two copies of each recurrent layer's state (the one before the last window is kept for rollback).
+  info_.state_bytes_per_stream = 2 * static_cast<std::size_t>(w_.recurrent_layers()) * recurrent_.layer_bytes();
+}
+
+std::unique_ptr<SequenceState> DecoderModel::new_state() const {
+  const int attn = w_.attention_layers(), rec = w_.recurrent_layers();
+  return std::make_unique<StreamState>(attn > 0 ? backend_.new_kv_cache(attn, kv_shape_.kv_heads, kv_shape_.head_dim) : nullptr,
+                                       rec > 0 ? backend_.new_recurrent_state(rec, recurrent_) : nullptr);
+}
+
+DecoderPart DecoderModel::part_of(SequenceState& state, std::span<const std::int32_t> tokens) const {
+  auto& st = dynamic_cast<StreamState&>(state);
+  return {st.kv(), st.recurrent(), tokens, nullptr};
+}
+
+std::vector<float> DecoderModel::forward(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t logit_rows) {
+  return backend_.to_host(logits(state, tokens, logit_rows));
+}
+
+std::vector<std::int32_t> DecoderModel::forward_greedy(SequenceState& state, std::span<const std::int32_t> tokens,
+                                                       std::int64_t rows) {
+  return backend_.argmax_rows(logits(state, tokens, rows));
+}
+
+std::vector<ForwardResult> DecoderModel::forward_parts(std::span<const ForwardPart> parts) {
+  // Before anything asks a state for its stores (StreamState::kv() drops a queued step).
+  if (parts.size() == 1 && parts[0].greedy_ids && parts[0].tokens.size() == 1 && backend_.has_device_ids() &&
+      w_.recurrent_layers() == 0)
+    return {greedy_round(*parts[0].state, parts[0].tokens[0], parts[0].ahead)};
+  std::vector<DecoderPart> dp;
+  std::int64_t rows = 0;
+  bool any_ids = false, any_logits = false;
+  for (const auto& p : parts) {
+    dp.push_back(part_of(*p.state, p.tokens));
+    rows += static_cast<std::int64_t>(p.tokens.size());
+    (p.greedy_ids ? any_ids : any_logits) = true;
+  }
+  if (parts.size() < 2 || rows > shared_round_rows() || (any_ids && !greedy_on_backend())) return Model::forward_parts(parts);
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (parts[i].state == parts[j].state) throw std::invalid_argument("forward_parts: one stream twice in a round");
+  const Tensor all = decoder_logits(backend_, w_, dp, rows);
+  std::vector<std::int32_t> ids;
+  std::vector<float> logits;
+  if (any_ids) ids = backend_.argmax_rows(all);
+  if (any_logits) logits = backend_.to_host(all);
+  const auto vocab = static_cast<std::size_t>(info_.vocab);
+  std::vector<ForwardResult> out(parts.size());
+  std::size_t row = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::size_t n = parts[i].tokens.size();
+    if (parts[i].greedy_ids)
+      out[i].ids.assign(ids.begin() + static_cast<std::ptrdiff_t>(row), ids.begin() + static_cast<std::ptrdiff_t>(row + n));
+    else
+      out[i].logits.assign(logits.begin() + static_cast<std::ptrdiff_t>(row * vocab),
+                           logits.begin() + static_cast<std::ptrdiff_t>((row + n) * vocab));
+    row += n;
+  }
+  return out;
+}
+
+// One greedy token through GreedyAhead: a step queued by the last round is used when its token is this one,
+// and with `queue_next` the next step is queued before the token comes back.
+ForwardResult DecoderModel::greedy_round(SequenceState& state, std::int32_t token, bool queue_next) {
+  auto& st = dynamic_cast<StreamState&>(state);
+  const auto record = [&](std::span<const std::int32_t> tokens, const std::shared_ptr<DeviceIds>& fed) {
+    const DecoderPart part{&st.raw_kv(), nullptr, tokens, fed};
+    return decoder_logits(backend_, w_, std::span<const DecoderPart>(&part, 1), 1);
+  };
+  ForwardResult r;
+  r.ids.push_back(st.greedy_round(backend_, token, queue_next, record));
+  return r;
+}
+
+Tensor DecoderModel::logits(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t logit_rows) {
+  const DecoderPart part = part_of(state, tokens);
+  return decoder_logits(backend_, w_, std::span<const DecoderPart>(&part, 1), logit_rows);
+}
+
+}  // namespace tf

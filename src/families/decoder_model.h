@@ -1,0 +1,44 @@
+#pragma once
+// The one Model every decoder family serves through (ARCHITECTURE §2): a family reads its config, builds a
+// layer plan over the shared blocks (DecoderWeights) and hands it here; this class owns what all of them
+// share: the per-stream state (StreamState: one store per state kind), forward passes of one stream or a
+// shared round of several, greedy ids found on the backend, and greedy steps queued ahead.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backends/backend.h"
+#include "families/decoder_forward.h"
+#include "families/model.h"
+
+namespace tf {
+
+class DecoderModel final : public Model {
+ public:
+  // `info` names the family and architecture and gives vocab and context; weight and state bytes are filled
+  // in here. `recurrent` is the shape of the Gated DeltaNet layers, if any.
+  DecoderModel(Backend& backend, ModelInfo info, DecoderWeights weights, GatedDeltaSpec recurrent = {});
+
+  const ModelInfo& info() const override { return info_; }
+  std::unique_ptr<SequenceState> new_state() const override;
+  std::vector<float> forward(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t logit_rows) override;
+  bool greedy_on_backend() const override { return backend_.has_argmax_rows(); }
+  std::vector<std::int32_t> forward_greedy(SequenceState& state, std::span<const std::int32_t> tokens,
+                                           std::int64_t rows) override;
+  std::int64_t shared_round_rows() const override { return backend_.invariant_rows(); }
+  std::vector<ForwardResult> forward_parts(std::span<const ForwardPart> parts) override;
+
+ private:
+  ForwardResult greedy_round(SequenceState& state, std::int32_t token, bool queue_next);
+  Tensor logits(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t logit_rows);
+  DecoderPart part_of(SequenceState& state, std::span<const std::int32_t> tokens) const;
+
+  Backend& backend_;
+  ModelInfo info_;
+  DecoderWeights w_;
+  GatedDeltaSpec recurrent_;
+  AttentionSpec kv_shape_;  // of the attention layers (they share one)
+};
+
+}  // namespace tf

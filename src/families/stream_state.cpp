@@ -1,0 +1,87 @@
+#include "families/stream_state.h"
+
+#include <cstring>
+#include <stdexcept>
+
+namespace tf {
+
+StreamState::StreamState(std::unique_ptr<KvCache> kv, std::unique_ptr<RecurrentState> recurrent)
+    : kv_(std::move(kv)), recurrent_(std::move(recurrent)) {
+  if (!kv_ && !recurrent_) throw std::invalid_argument("StreamState: a model with no layers");
+}
+
+StreamState::~StreamState() {
+  try {
+    ahead_.settle();  // a queued step writes the cache: it runs before the cache goes
+  } catch (...) {     // a destructor must not throw; a device error resurfaces at the next CUDA call
+  }
+}
+
+std::int64_t StreamState::length() const {
+  return (kv_ ? kv_->length() : recurrent_->length()) - ahead_.ahead();
+}
+
+void StreamState::truncate(std::int64_t length) {
+  if (length == this->length()) return;
+  if (kv_) kv()->truncate(length);
+  if (recurrent_) recurrent_->truncate(length);
+}
+
+std::size_t StreamState::bytes() const {
+  return (kv_ ? kv_->bytes() : 0) + (recurrent_ ? recurrent_->bytes() : 0);
+}
+
+KvCache* StreamState::kv() {
+  if (kv_) ahead_.drop(*kv_);
+  return kv_.get();
+}
+
+RecurrentState* StreamState::recurrent() { return recurrent_.get(); }
+
+std::int32_t StreamState::greedy_round(Backend& b, std::int32_t token, bool queue_next, const GreedyAhead::Record& record) {
+  if (!kv_ || recurrent_) throw std::logic_error("greedy_round: only attention-only models queue steps ahead");
+  return ahead_.next(b, *kv_, token, queue_next, record);
+}
+
+std::vector<std::uint8_t> StreamState::snapshot() const {
+  if (ahead_.ahead() != 0) throw std::logic_error("StreamState::snapshot with a greedy step queued");
+  std::vector<std::uint8_t> out;
+  const std::uint32_t stores = (kv_ ? 1u : 0u) + (recurrent_ ? 1u : 0u);
+  out.resize(4);
+  std::memcpy(out.data(), &stores, 4);
+  for (const StateStore* s : {static_cast<const StateStore*>(kv_.get()), static_cast<const StateStore*>(recurrent_.get())}) {
+    if (s == nullptr) continue;
+    const auto bytes = s->snapshot();
+    const std::uint64_t n = bytes.size();
+    const std::size_t at = out.size();
+    out.resize(at + 8 + bytes.size());
+    std::memcpy(out.data() + at, &n, 8);
+    std::memcpy(out.data() + at + 8, bytes.data(), bytes.size());
+  }
+  return out;
+}
+
+void StreamState::restore(std::span<const std::uint8_t> bytes) {
+  if (kv_) ahead_.drop(*kv_);
+  std::uint32_t stores = 0;
+  if (bytes.size() < 4) throw std::invalid_argument("StreamState::restore: truncated");
+  std::memcpy(&stores, bytes.data(), 4);
+  if (stores != (kv_ ? 1u : 0u) + (recurrent_ ? 1u : 0u))
+    throw std::invalid_argument("StreamState::restore: a state of another model");
+  std::size_t at = 4;
+  for (StateStore* s : {static_cast<StateStore*>(kv_.get()), static_cast<StateStore*>(recurrent_.get())}) {
+    if (s == nullptr) continue;
+    std::uint64_t n = 0;
+    if (bytes.size() - at < 8) throw std::invalid_argument("StreamState::restore: truncated");
+    std::memcpy(&n, bytes.data() + at, 8);
+    at += 8;
+    if (bytes.size() - at < n) throw std::invalid_argument("StreamState::restore: truncated");
+    s->restore(bytes.subspan(at, n));
+    at += n;
+  }
+  if (at != bytes.size()) throw std::invalid_argument("StreamState::restore: trailing bytes");
+  if (kv_ && recurrent_ && kv_->length() != recurrent_->length())
+    throw std::invalid_argument("StreamState::restore: stores of different lengths");
+}
+
+}  // namespace tf
