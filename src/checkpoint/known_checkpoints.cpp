@@ -4,18 +4,19 @@
 
 namespace tf {
 namespace {
-constexpr std::string_view kInfoOnly = "info only (serving not implemented yet)";
+constexpr std::string_view kServes = "serves (MLX and CUDA)";
+constexpr std::string_view kServesMlx = "serves on MLX (CUDA not yet)";
 constexpr std::string_view kNotYet = "not supported yet";
 constexpr std::array<KnownCheckpoint, 9> kTable{{
-    {"llama", "llama", "SmolLM2-135M-Instruct (embedded default)", "GGUF Q4_1", kInfoOnly},
-    {"llama", "llama", "any llama GGUF / HF checkpoint", "GGUF, safetensors bf16, MLX affine", kInfoOnly},
-    {"qwen3_5", "qwen3_5", "Qwen3.5 / 3.8 dense hybrid", "MLX affine, safetensors bf16", kNotYet},
+    {"llama", "llama", "SmolLM2-135M-Instruct (embedded default)", "GGUF Q4_1", kServes},
+    {"llama", "llama", "any llama GGUF / HF checkpoint", "GGUF, safetensors bf16, MLX affine", kServes},
+    {"qwen3_5", "qwen3_5", "Qwen3.5 / 3.8 dense hybrid", "MLX affine, safetensors bf16", kServesMlx},
     {"flash_next", "qwen4_exp", "Qwen3.8 Flash Next", "MLX affine, safetensors bf16", kNotYet},
     {"nemotron_h", "nemotron_h", "Nemotron 3.5 Lightning", "MLX affine, safetensors bf16", kNotYet},
     {"glm_moe", "glm5_next", "GLM-5.3-Flash", "MLX affine, safetensors bf16", kNotYet},
     {"gemma4", "gemma4", "Gemma 4 26B-A4B", "MLX affine, safetensors bf16", kNotYet},
     {"deepseek_v4", "deepseek_v4", "DeepSeek-V4-Flash", "MLX affine, safetensors bf16", kNotYet},
-    {"bonsai", "qwen3_5", "Ternary Bonsai 2 27B", "ternary (bitnet)", kNotYet},
+    {"qwen3_5", "qwen3_5", "Ternary Bonsai 2 27B (mlx-2bit)", "MLX affine 2-bit g128", kServesMlx},
 }};
 }  // namespace
 

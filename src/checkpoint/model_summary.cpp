@@ -15,7 +15,31 @@ namespace {
 
 void finish_kv(ModelSummary& s) {
   if (s.head_dim == 0 && s.heads != 0) s.head_dim = s.hidden / s.heads;
-  s.kv_bytes_per_token = 2 /*K,V*/ * s.layers * s.kv_heads * s.head_dim * 2 /*f16*/;
+  if (s.attention_layers == 0) s.attention_layers = s.layers;
+  s.kv_bytes_per_token = 2 /*K,V*/ * s.attention_layers * s.kv_heads * s.head_dim * 2 /*f16*/;
+}
+
+// Hybrid configs (Qwen3-Next / Qwen3.5): `layer_types` (or every full_attention_interval-th layer) says which
+// layers attend; the others are Gated DeltaNet layers with a fixed-size state.
+void count_hybrid_layers(ModelSummary& s, const nlohmann::json& t) {
+  auto get = [&](const char* k) -> std::uint64_t {
+    auto it = t.find(k);
+    return it != t.end() && it->is_number_integer() && it->get<std::int64_t>() > 0 ? it->get<std::uint64_t>() : 0;
+  };
+  const std::uint64_t vh = get("linear_num_value_heads"), kh = get("linear_num_key_heads"), kd = get("linear_key_head_dim"),
+                      vd = get("linear_value_head_dim"), kernel = get("linear_conv_kernel_dim");
+  if (vh == 0 || kd == 0 || vd == 0) return;
+  std::uint64_t full = 0;
+  if (auto lt = t.find("layer_types"); lt != t.end() && lt->is_array()) {
+    for (const auto& x : *lt) full += x == "full_attention" ? 1 : 0;
+  } else if (const auto every = get("full_attention_interval"); every > 0) {
+    full = s.layers / every;
+  } else {
+    return;
+  }
+  s.attention_layers = full;
+  const std::uint64_t channels = 2 * kh * kd + vh * vd;
+  s.recurrent_bytes = (s.layers - full) * 4 * (vh * kd * vd + (kernel > 0 ? kernel - 1 : 3) * channels);
 }
 
 ModelSummary summarize_gguf(const std::string& path) {
@@ -89,9 +113,17 @@ ModelSummary summarize_hf(const std::string& dir) {
   s.head_dim = num({"head_dim"});
   s.vocab = num({"vocab_size"});
   s.context = num({"max_position_embeddings", "max_seq_len", "seq_length"});
+  count_hybrid_layers(s, t);
   finish_kv(s);
   if (fs::exists(fs::path(dir) / "tokenizer.json")) s.tokenizer = "tokenizer.json";
   s.has_chat_template = fs::exists(fs::path(dir) / "chat_template.jinja");
+  if (!s.has_chat_template && fs::exists(fs::path(dir) / "tokenizer_config.json")) {
+    try {
+      const auto tc = read_json_file((fs::path(dir) / "tokenizer_config.json").string());
+      s.has_chat_template = tc.is_object() && tc.contains("chat_template");
+    } catch (const CheckpointError&) {  // a broken tokenizer_config.json is the tokenizer's error to report, not info's
+    }
+  }
 
   for (const auto& loc : ck.all_tensors()) {
     ++s.tensor_types[std::string(st_dtype_name(loc.tensor->dtype))];
@@ -153,6 +185,7 @@ std::string format_summary(const ModelSummary& s) {
   line("path", s.path);
   line("format", s.format);
   line("architecture", s.architecture);
+  if (!s.serving.empty()) line("family", s.serving);
   if (!s.name.empty()) line("name", s.name);
   line("layers", std::to_string(s.layers));
   line("hidden size", std::to_string(s.hidden));
@@ -169,8 +202,16 @@ std::string format_summary(const ModelSummary& s) {
   line("weights", fmt::format("{} ({} bytes)", format_bytes(s.weight_bytes), s.weight_bytes));
   line("tokenizer", s.tokenizer.empty() ? "none found" : s.tokenizer);
   line("chat template", s.has_chat_template ? "yes" : "no");
-  line("kv cache", fmt::format("{} per token (f16)", format_bytes(s.kv_bytes_per_token)));
-  line("memory", fmt::format("{} for weights + a full {}-token KV cache", format_bytes(s.memory_estimate()), s.context));
+  if (s.recurrent_bytes > 0) {
+    line("kv cache", fmt::format("{} per token (f16; {} of {} layers attend)", format_bytes(s.kv_bytes_per_token),
+                                 s.attention_layers, s.layers));
+    line("recurrent", fmt::format("{} per stream (float32; {} linear-attention layers)", format_bytes(s.recurrent_bytes),
+                                  s.layers - s.attention_layers));
+  } else {
+    line("kv cache", fmt::format("{} per token (f16)", format_bytes(s.kv_bytes_per_token)));
+  }
+  line("memory", fmt::format("{} for weights + a full {}-token KV cache{}", format_bytes(s.memory_estimate()), s.context,
+                             s.recurrent_bytes > 0 ? " + recurrent state" : ""));
   return out;
 }
 

@@ -18,12 +18,15 @@ struct ModelSummary {
   std::map<std::string, std::uint64_t> tensor_types;  // dtype or ggml type -> tensor count
   std::uint64_t tensor_count = 0;
   std::uint64_t weight_bytes = 0;
-  std::uint64_t kv_bytes_per_token = 0;  // f16 K and V over every layer
+  std::uint64_t attention_layers = 0;    // layers with a KV cache (all but linear-attention ones)
+  std::uint64_t kv_bytes_per_token = 0;  // f16 K and V over the attention layers
+  std::uint64_t recurrent_bytes = 0;     // float32 conv windows and states of linear-attention layers, per stream
+  std::string serving;                   // which family serves it and where (filled in by the CLI)
   bool has_chat_template = false;
   std::string tokenizer;  // "gpt2 (GGUF)", "tokenizer.json", or ""
 
   // Weights plus a full-context f16 KV cache: the floor for serving one stream at `context` tokens.
-  std::uint64_t memory_estimate() const { return weight_bytes + kv_bytes_per_token * context; }
+  std::uint64_t memory_estimate() const { return weight_bytes + kv_bytes_per_token * context + recurrent_bytes; }
 };
 
 // A GGUF file or a checkpoint directory (config.json + safetensors). Throws CheckpointError.

@@ -7,6 +7,7 @@
 #include "checkpoint/model_cache.h"
 #include "checkpoint/model_summary.h"
 #include "cli/commands.h"
+#include "families/model.h"
 
 namespace tf::cli {
 
@@ -24,7 +25,9 @@ Command add_info_command(CLI::App& app) {
   sub->add_option("model", *model, "GGUF file or checkpoint directory (default: the embedded model)");
   return {sub, [model] {
             try {
-              fmt::print("{}", format_summary(summarize_model(resolve_model_path(*model))));
+              auto summary = summarize_model(resolve_model_path(*model));
+              summary.serving = serving_summary(summary.architecture);
+              fmt::print("{}", format_summary(summary));
               return 0;
             } catch (const CheckpointError& e) {
               fmt::print(stderr, "tensorfold info: {}\n", e.what());

@@ -83,6 +83,8 @@ class Model {
 
 // The family folder that serves a GGUF general.architecture / config.json model_type, or null.
 const char* serving_family(const std::string& architecture);
+// "FAMILY: what serves today", or "not served yet" (tensorfold info).
+std::string serving_summary(const std::string& architecture);
 
 // Opens a GGUF file or a checkpoint directory and builds the family that serves its architecture.
 // Throws CheckpointError for unreadable or unsupported checkpoints.

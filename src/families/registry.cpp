@@ -17,12 +17,13 @@ struct Family {
   const char* architecture;  // GGUF general.architecture or config.json model_type
   const char* family;        // our folder under src/families/
   std::unique_ptr<Model> (*load)(const std::string& path, bool is_gguf, Backend& backend);
+  const char* works;         // what serves today, for `tensorfold info`
 };
 
 constexpr std::array<Family, 3> kFamilies{{
-    {"llama", "llama", load_llama},
-    {"qwen3_5", "qwen3_5", load_qwen3_5},
-    {"qwen3_5_text", "qwen3_5", load_qwen3_5},
+    {"llama", "llama", load_llama, "serves on MLX and CUDA"},
+    {"qwen3_5", "qwen3_5", load_qwen3_5, "serves on MLX (CUDA not yet; MTP heads not used yet)"},
+    {"qwen3_5_text", "qwen3_5", load_qwen3_5, "serves on MLX (CUDA not yet; MTP heads not used yet)"},
 }};
 
 }  // namespace
@@ -31,6 +32,12 @@ const char* serving_family(const std::string& architecture) {
   for (const auto& f : kFamilies)
     if (architecture == f.architecture) return f.family;
   return nullptr;
+}
+
+std::string serving_summary(const std::string& architecture) {
+  for (const auto& f : kFamilies)
+    if (architecture == f.architecture) return std::string(f.family) + ": " + f.works;
+  return "not served yet";
 }
 
 std::unique_ptr<Model> load_model(const std::string& path, Backend& backend) {

@@ -371,3 +371,33 @@ TEST(CudaInvariance, GreedyStepsQueuedAheadEqualHostFed) {
 
 }  // namespace
 }  // namespace tf::cuda::test
+
+namespace tf::cuda::test {
+namespace {
+
+// A KV cache saved with snapshot() and restored into a new cache continues exactly: the next steps' logits
+// are the same bits as the original cache's. Restoring past the new cache's capacity grows it first (300
+// positions > the first 256-position allocation), and bytes of another shape are refused.
+TEST(CudaInvariance, KvCacheSnapshotRestoreContinuesExactly) {
+  TF_NEED_GPU();
+  auto be = make_cuda_backend();
+  bench::RandomLlama m(*be, small_shape(128), 7);
+  std::vector<std::int32_t> prompt(300);
+  for (auto& t : prompt) t = static_cast<std::int32_t>(rng()() % 5000);
+  auto original = m.new_cache();
+  m.forward(*original, prompt, 1);
+  const auto saved = original->snapshot();
+  const std::int32_t next[3] = {11, 22, 33};
+  const auto want = m.forward(*original, next, 3);
+  auto restored = m.new_cache();
+  restored->restore(saved);
+  ASSERT_EQ(restored->length(), 300);
+  const auto got = m.forward(*restored, next, 3);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_TRUE(same_bits(want.data(), got.data(), want.size())) << "a restored cache continues differently";
+  std::vector<std::uint8_t> odd(saved.begin(), saved.end() - 4);
+  EXPECT_THROW(restored->restore(odd), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tf::cuda::test
