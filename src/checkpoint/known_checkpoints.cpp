@@ -4,11 +4,11 @@
 
 namespace tf {
 namespace {
-constexpr std::string_view kInfoOnly = "info only (serving not implemented yet)";
+constexpr std::string_view kServes = "serves";
 constexpr std::string_view kNotYet = "not supported yet";
 constexpr std::array<KnownCheckpoint, 9> kTable{{
-    {"llama", "llama", "SmolLM2-135M-Instruct (embedded default)", "GGUF Q4_1", kInfoOnly},
-    {"llama", "llama", "any llama GGUF / HF checkpoint", "GGUF, safetensors bf16, MLX affine", kInfoOnly},
+    {"llama", "llama", "SmolLM2-135M-Instruct (embedded default)", "GGUF Q4_1", kServes},
+    {"llama", "llama", "any llama GGUF / HF checkpoint", "GGUF, safetensors bf16, MLX affine", kServes},
     {"qwen3_5", "qwen3_5", "Qwen3.5 / 3.8 dense hybrid", "MLX affine, safetensors bf16", kNotYet},
     {"flash_next", "qwen4_exp", "Qwen3.8 Flash Next", "MLX affine, safetensors bf16", kNotYet},
     {"nemotron_h", "nemotron_h", "Nemotron 3.5 Lightning", "MLX affine, safetensors bf16", kNotYet},
