@@ -77,3 +77,55 @@ def test_unreachable_or_missing_feed(tensorfold, feed):
     assert r.returncode == 1 and "answered 404" in r.stderr and r.stderr.count("\n") == 1, r.stderr
     r = tensorfold("update", "--check", env=env_without_feed())
     assert r.returncode == 1 and "no release feed" in r.stderr, r.stderr
+
+
+def wheel(path, name: str, version: str):
+    """A minimal pure wheel (just its dist-info): what `pip install` takes offline."""
+    import base64
+    import hashlib
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    files = {
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests/hub\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = ""
+    for n, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record += f"{n},sha256={digest},{len(text.encode())}\n"
+    files[f"{info}/RECORD"] = record + f"{info}/RECORD,,\n"
+    whl = path / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as z:
+        for n, text in files.items():
+            z.writestr(n, text)
+    return whl
+
+
+def test_update_upgrades_through_the_pip_that_installed_it(tensorfold_bin, feed, tmp_path):
+    """A venv laid out as `pip install .` leaves it (the executable in bin/, a tensorfold dist-info whose
+    INSTALLER is pip): update runs that venv's pip with the release's requirement (here a local wheel)."""
+    import shutil
+    import subprocess
+    import sys
+    import sysconfig
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    shutil.copy2(tensorfold_bin, venv / "bin" / "tensorfold")
+    site = venv / "lib" / f"python{sysconfig.get_python_version()}" / "site-packages"
+    info = site / "tensorfold-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tensorfold\nVersion: 0.1.0\n")
+    (info / "INSTALLER").write_text("pip\n")
+    (info / "RECORD").write_text("".join(f"tensorfold-0.1.0.dist-info/{n},,\n" for n in ("METADATA", "INSTALLER",
+                                                                                         "RECORD")))
+    whl = wheel(tmp_path, "tensorfold", "0.3.0")
+    doc = {"releases": [{"version": "0.3.0", "notes": ["third"], "pip": str(whl)}]}
+    env = {**env_without_feed(), "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    r = subprocess.run([str(venv / "bin" / "tensorfold"), "update", "--feed", feed(doc)], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert f"running: {venv / 'bin' / 'python'} -m pip install --upgrade {whl}" in r.stdout, r.stdout
+    assert r.stdout.rstrip().endswith("tensorfold updated to 0.3.0"), r.stdout
+    assert (site / "tensorfold-0.3.0.dist-info").is_dir() and not info.exists()
