@@ -10,7 +10,7 @@ import pytest
 
 from e2e._serve import start_serve
 
-from .conftest import GGUF_FILE, GGUF_REPO, LLAMA_REPO, repo_dir
+from .conftest import GGUF_FILE, GGUF_REPO, LLAMA_REPO, repo_dir, safetensors_repo
 
 
 def downloads(hub) -> list:
@@ -107,3 +107,14 @@ def test_pull_reuses_blobs_snapshot_download_fetched(tensorfold, hub, hub_env, c
     assert r.returncode == 0, r.stderr
     # Only README.md was missing; the weights were huggingface_hub's.
     assert [e.path.rsplit("/", 1)[-1] for e in downloads(hub)] == ["README.md"]
+
+
+def test_serve_refuses_in_one_line_before_listening(tensorfold, hub, hub_env, cache):
+    r = tensorfold("serve", f"{GGUF_REPO}:Q4_1", "--port", "0", env=hub_env(HF_HUB_OFFLINE="1"))
+    assert r.returncode == 1 and r.stdout == "", r.stdout
+    assert r.stderr.startswith("tensorfold serve: ") and "HF_HUB_OFFLINE is set" in r.stderr, r.stderr
+    assert hub.log() == []
+    hub.add_repo(safetensors_repo("TensorFoldTest/mamba-like", model_type="mamba9"))
+    r = tensorfold("serve", "TensorFoldTest/mamba-like", "--port", "0", env=hub_env())
+    assert r.returncode == 1 and "model_type 'mamba9' is not served by any family" in r.stderr.splitlines()[-1], r.stderr
+    assert not [e for e in hub.log() if e.host == "blob"]
