@@ -256,9 +256,9 @@ void fetch_blob_prefix(const fs::path& blob, const BlobSource& source, std::uint
   const fs::path part = incomplete_path(blob);
   const std::uint64_t want = source.size_known ? std::min(bytes, source.size) : bytes;
   if (size_or_zero(part) >= want) return;
-  DownloadProgress quiet_progress_sink(source.display_name + " (header)", want, size_or_zero(part));
-  fetch_range(source, part, 0, want, false, options, quiet_progress_sink);
-  quiet_progress_sink.finish(true);
+  DownloadProgress progress(source.display_name + " (header)", want, size_or_zero(part));
+  fetch_range(source, part, 0, want, false, options, progress);
+  progress.finish(true);
 }
 
 void download_blob(const fs::path& blob, const BlobSource& source, const DownloadOptions& options) {
