@@ -87,8 +87,9 @@ PullResult pull_checkpoint(const RepoSpec& spec, const PullOptions& options, con
     result.checkpoint.model_path = cache.snapshot_file(info.commit, sel.weights_entry);
 
   // What family reads this checkpoint, asked before any weight is fetched.
-  if (sel.gguf) {
-    const std::string entry = sel.weights_entry.empty() ? sel.files.front().path : sel.weights_entry;
+  // (A GGUF repo pulled with --include that leaves out its GGUF file fetches no weights: nothing to check.)
+  if (sel.gguf && !sel.weights_entry.empty()) {
+    const std::string& entry = sel.weights_entry;
     const auto it =
         std::find_if(sel.files.begin(), sel.files.end(), [&](const RepoFile& f) { return f.path == entry; });
     if (it != sel.files.end()) {
@@ -114,7 +115,7 @@ PullResult pull_checkpoint(const RepoSpec& spec, const PullOptions& options, con
       }
       result.architecture = arch;
     }
-  } else if (sel.has_config) {
+  } else if (!sel.gguf && sel.has_config) {
     RepoFile config{"config.json", 0, ""};
     for (const auto& f : info.files)
       if (f.path == "config.json") config = f;

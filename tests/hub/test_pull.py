@@ -206,3 +206,12 @@ def test_include_and_exclude_globs(tensorfold, hub, hub_env, cache):
 def test_unreachable_hub_is_one_line(tensorfold, hub_env):
     line = one_line_error(tensorfold("pull", LLAMA_REPO, env=hub_env(HF_ENDPOINT="http://127.0.0.1:9")))
     assert "cannot reach http://127.0.0.1:9" in line, line
+
+
+def test_include_on_a_gguf_repo_can_leave_the_weights_out(tensorfold, hub, hub_env, cache):
+    repo = hub.repos[GGUF_REPO]
+    r = tensorfold("pull", GGUF_REPO, "--include", "README.md", env=hub_env())
+    assert r.returncode == 0, r.stderr
+    snap = repo_dir(cache, GGUF_REPO) / "snapshots" / repo.commit
+    assert [p.name for p in snap.iterdir()] == ["README.md"]
+    assert not [e for e in hub.log() if e.host == "blob"]
