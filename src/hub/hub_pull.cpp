@@ -109,8 +109,8 @@ PullResult pull_checkpoint(const RepoSpec& spec, const PullOptions& options, con
         std::error_code ec;
         fs::remove(incomplete_path(blob), ec);  // only its header was fetched; nothing half-done stays
         throw HubError(
-            fmt::format("{}: GGUF architecture '{}' is not served by any family (served: {}); no weights "
-                        "were downloaded",
+            fmt::format("{}: GGUF architecture '{}' is not served by any family (served: {}); only the file's "
+                        "header was read",
                         spec.text(), arch, served_list()));
       }
       result.architecture = arch;
