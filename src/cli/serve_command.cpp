@@ -165,7 +165,8 @@ int run_serve(const ServeFlags& f) {
   server::ServerOptions so;
   so.host = f.host;
   so.port = f.port;
-  so.names = {server::served_model_id(f.name, path), f.aliases};
+  // A hub checkpoint is called by its repo id as typed (Org/Name-GGUF:Q4_K_M), not by its snapshot's hash.
+  so.names = {server::served_model_id(f.name.empty() ? hub_model_name(f.model) : f.name, path), f.aliases};
   so.api_keys = f.api_keys;
   so.default_max_tokens = f.max_tokens;
   so.system_fingerprint = fmt::format("fp_tensorfold_{}", kVersion);
@@ -228,7 +229,9 @@ Command add_serve_command(CLI::App& app) {
   auto f = std::make_shared<ServeFlags>();
   auto* sub = app.add_subcommand("serve", "Serve MODEL (default: the embedded SmolLM2-135M-Instruct) over an "
                                           "OpenAI-compatible HTTP API on http://127.0.0.1:8080/v1");
-  sub->add_option("model", f->model, "GGUF file or checkpoint directory (default: the embedded model)");
+  sub->add_option("model", f->model,
+                  "GGUF file, checkpoint directory, or hub repo Org/Name[@REV][:QUANT], pulled into the Hugging Face "
+                  "cache first when missing (default: the embedded model)");
   sub->add_option("--host", f->host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", f->port, "Port to listen on (0: any free port)")
       ->check(CLI::Range(0, 65535))

@@ -81,11 +81,6 @@ class Model {
   virtual std::vector<ForwardResult> forward_parts(std::span<const ForwardPart> parts);
 };
 
-// The family folder that serves a GGUF general.architecture / config.json model_type, or null.
-const char* serving_family(const std::string& architecture);
-// "FAMILY: what serves today", or "not served yet" (tensorfold info).
-std::string serving_summary(const std::string& architecture);
-
 // Opens a GGUF file or a checkpoint directory and builds the family that serves its architecture.
 // Throws CheckpointError for unreadable or unsupported checkpoints.
 std::unique_ptr<Model> load_model(const std::string& path, Backend& backend);

@@ -1,7 +1,8 @@
-// Which family serves which checkpoint: by GGUF general.architecture or config.json model_type. A new family
-// is one line of kFamilies (and its folder).
+// Builds the family that serves a checkpoint: servable.cpp says which family serves its GGUF
+// general.architecture or config.json model_type; a new family adds its loader here (and its folder).
 #include <array>
 #include <filesystem>
+#include <string_view>
 
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/gguf.h"
@@ -9,36 +10,22 @@
 #include "families/llama/llama.h"
 #include "families/model.h"
 #include "families/qwen3_5/qwen3_5.h"
+#include "families/servable.h"
 
 namespace tf {
 namespace {
 
-struct Family {
-  const char* architecture;  // GGUF general.architecture or config.json model_type
-  const char* family;        // our folder under src/families/
+struct FamilyLoader {
+  const char* family;  // our folder under src/families/, as servable.cpp names it
   std::unique_ptr<Model> (*load)(const std::string& path, bool is_gguf, Backend& backend);
-  const char* works;         // what serves today, for `tensorfold info`
 };
 
-constexpr std::array<Family, 3> kFamilies{{
-    {"llama", "llama", load_llama, "serves on MLX and CUDA"},
-    {"qwen3_5", "qwen3_5", load_qwen3_5, "serves on MLX (CUDA not yet; MTP heads not used yet)"},
-    {"qwen3_5_text", "qwen3_5", load_qwen3_5, "serves on MLX (CUDA not yet; MTP heads not used yet)"},
+constexpr std::array<FamilyLoader, 2> kLoaders{{
+    {"llama", load_llama},
+    {"qwen3_5", load_qwen3_5},
 }};
 
 }  // namespace
-
-const char* serving_family(const std::string& architecture) {
-  for (const auto& f : kFamilies)
-    if (architecture == f.architecture) return f.family;
-  return nullptr;
-}
-
-std::string serving_summary(const std::string& architecture) {
-  for (const auto& f : kFamilies)
-    if (architecture == f.architecture) return std::string(f.family) + ": " + f.works;
-  return "not served yet";
-}
 
 std::unique_ptr<Model> load_model(const std::string& path, Backend& backend) {
   std::error_code ec;
@@ -51,8 +38,9 @@ std::unique_ptr<Model> load_model(const std::string& path, Backend& backend) {
     GgufFile f(path);
     arch = f.header().get_string("general.architecture").value_or("");
   }
-  for (const auto& f : kFamilies)
-    if (arch == f.architecture) return f.load(path, !is_dir, backend);
+  if (const char* family = serving_family(arch))
+    for (const auto& f : kLoaders)
+      if (std::string_view(family) == f.family) return f.load(path, !is_dir, backend);
   throw CheckpointError(path, "architecture '" + arch + "' is not served yet (tensorfold models lists the families)");
 }
 
