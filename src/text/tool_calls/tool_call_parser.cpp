@@ -56,6 +56,34 @@ const std::vector<ToolFormat>& all_tool_formats() {
 
 std::vector<std::string> tool_call_openers(ToolFormat f) { return info(f).openers; }
 
+std::string call_opening(ToolFormat f, const std::string& name) {
+  const std::string quoted = nlohmann::json(name).dump();
+  switch (f) {
+    case ToolFormat::Hermes: return "<tool_call>\n{\"name\": " + quoted + ", \"arguments\": ";
+    case ToolFormat::XmlFunction: return "<tool_call>\n<function=" + name + ">\n";
+    case ToolFormat::Llama3Json: return "{\"name\": " + quoted + ", \"parameters\": ";
+    case ToolFormat::Glm: return "<tool_call>" + name + "\n";
+    case ToolFormat::Gemma4: return "<|tool_call>call:" + name + "{";
+    case ToolFormat::DeepSeek: return "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>" + name + "<｜tool▁sep｜>";
+    case ToolFormat::Nemotron: return "<TOOLCALL>[{\"name\": " + quoted + ", \"arguments\": ";
+  }
+  return {};
+}
+
+bool json_arguments(ToolFormat f) {
+  return f == ToolFormat::Hermes || f == ToolFormat::Llama3Json || f == ToolFormat::Nemotron || f == ToolFormat::DeepSeek;
+}
+
+std::string call_closing(ToolFormat f) {
+  switch (f) {
+    case ToolFormat::Hermes: return "}\n</tool_call>";
+    case ToolFormat::Llama3Json: return "}";
+    case ToolFormat::Nemotron: return "}]</TOOLCALL>";
+    case ToolFormat::DeepSeek: return "<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+    default: return {};
+  }
+}
+
 std::optional<ToolFormat> detect_tool_format(std::string_view t) {
   // The most specific markers first: several formats share <tool_call>.
   if (has(t, "<|tool_call>")) return ToolFormat::Gemma4;

@@ -63,6 +63,14 @@ std::optional<ToolFormat> detect_tool_format(std::string_view template_source);
 // The text a call of this format starts with (used to end an unclosed reasoning block at a call).
 std::vector<std::string> tool_call_openers(ToolFormat f);
 
+// How a call of `name` starts in this format, up to where its arguments begin: forcing a reply to start
+// with it (tool_choice "required" or a named function) makes the reply that call.
+std::string call_opening(ToolFormat f, const std::string& name);
+// Whether the format writes a call's arguments as one JSON object right after call_opening(), and the text
+// that then closes the call: with both, a constraint can hold the whole call to the format's syntax.
+bool json_arguments(ToolFormat f);
+std::string call_closing(ToolFormat f);
+
 class ToolCallParser {
  public:
   virtual ~ToolCallParser() = default;

@@ -197,3 +197,27 @@ TEST(ToolFormats, WithoutDeclaredToolsAnyNameIsReadAndValuesStayText) {
 
 }  // namespace
 }  // namespace tf::tools
+
+namespace tf::tools {
+namespace {
+
+// A reply forced to start with call_opening() and then given arguments is read as that call, in every format.
+TEST(ToolFormats, CallOpeningStartsACallOfThatName) {
+  const std::vector<ToolSpec> tools = {{"get_weather", nlohmann::ordered_json::object()}};
+  for (const auto f : all_tool_formats()) {
+    std::string rest = "{\"city\": \"Paris\"}}";
+    if (f == ToolFormat::XmlFunction) rest = "<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>";
+    if (f == ToolFormat::Glm) rest = "<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>";
+    if (f == ToolFormat::Gemma4) rest = "city:<|\"|>Paris<|\"|>}<tool_call|>";
+    if (f == ToolFormat::DeepSeek) rest = "{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+    if (f == ToolFormat::Nemotron) rest = "{\"city\": \"Paris\"}}]</TOOLCALL>";
+    const auto reply = collect_tool_calls(test::run_whole(f, tools, call_opening(f, "get_weather") + rest));
+    ASSERT_EQ(reply.calls.size(), 1u) << tool_format_name(f);
+    EXPECT_EQ(reply.calls[0].name, "get_weather");
+    EXPECT_EQ(nlohmann::json::parse(reply.calls[0].arguments), nlohmann::json({{"city", "Paris"}})) << tool_format_name(f);
+    EXPECT_EQ(reply.content, "") << tool_format_name(f);
+  }
+}
+
+}  // namespace
+}  // namespace tf::tools
