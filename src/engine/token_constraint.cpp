@@ -31,7 +31,9 @@ struct Progress {
   Stage stage = Opening;
   std::size_t at = 0;          // bytes of the opening (or closing) matched
   std::vector<int> candidates;  // openings still possible
+  int chosen = -1;              // the opening read
   tools::JsonScanner scanner{true};
+  std::string key;  // the top-level argument key being written
 };
 
 class CallConstraint final : public TokenConstraint {
@@ -83,14 +85,17 @@ class CallConstraint final : public TokenConstraint {
           for (const int i : p.candidates)
             if (g_.openings[static_cast<std::size_t>(i)].size() == p.at) {
               p.stage = g_.json_arguments ? Progress::Arguments : Progress::Free;
+              p.chosen = i;
               p.at = 0;
               break;
             }
           break;
         }
         case Progress::Arguments: {
+          const bool was_key = p.scanner.in_key() && p.scanner.depth() == 1;
           const auto s = p.scanner.feed(c);
           if (s == tools::JsonScanner::Status::Error) return false;
+          if (!key_fits(p, was_key, c)) return false;
           if (s == tools::JsonScanner::Status::Done) p.stage = g_.closing.empty() ? Progress::Complete : Progress::Closing;
           break;
         }
@@ -101,6 +106,31 @@ class CallConstraint final : public TokenConstraint {
         case Progress::Free: return true;
         case Progress::Complete: return false;
       }
+    }
+    return true;
+  }
+
+  // A top-level key must be one of the chosen tool's keys: each byte keeps it a prefix of one, and the closing
+  // quote ends it on one.
+  bool key_fits(Progress& p, bool was_key, char c) const {
+    const auto i = static_cast<std::size_t>(p.chosen);
+    if (p.chosen < 0 || i >= g_.keys.size() || !g_.keys[i]) return true;
+    const auto& keys = *g_.keys[i];
+    const bool is_key = p.scanner.in_key() && p.scanner.depth() == 1;
+    if (is_key && !was_key) {  // the opening quote
+      p.key.clear();
+      return true;
+    }
+    if (is_key) {
+      p.key += c;
+      for (const auto& k : keys)
+        if (k.size() >= p.key.size() && k.compare(0, p.key.size(), p.key) == 0) return true;
+      return false;
+    }
+    if (was_key) {  // the closing quote
+      for (const auto& k : keys)
+        if (k == p.key) return true;
+      return false;
     }
     return true;
   }

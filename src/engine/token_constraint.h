@@ -7,6 +7,7 @@
 // still accepted iff it equals the keyed sample of its row: drafted == serial, with the constraint too.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,11 +33,14 @@ std::shared_ptr<const TokenTexts> token_texts(const Tokenizer& tokenizer);
 // Without json_arguments the text after the opening is free.
 // `after`: when set, the text is free until it has generated this (a reasoning block's close marker, when the
 // prompt opened one): the call follows the reasoning. Whitespace may come before the opening.
+// `keys`: per opening, the keys the arguments object may have at its top level (the tool's schema properties);
+// none (or no entry) allows any.
 struct CallGrammar {
   std::vector<std::string> openings;
   bool json_arguments = false;
   std::string closing;
   std::string after;
+  std::vector<std::optional<std::vector<std::string>>> keys;
 };
 
 // A token is allowed while the generated text followed by the token's text still fits the grammar;

@@ -73,9 +73,20 @@ ToolPlan plan_tools(const InferenceService& service, const ToolSettings& setting
   plan.format = format;
   if (settings.choice != ToolSettings::Choice::Named && settings.choice != ToolSettings::Choice::Required) return plan;
   CallGrammar call;
-  for (const auto& spec : settings.specs)
-    if (settings.choice == ToolSettings::Choice::Required || spec.name == settings.named)
-      call.openings.push_back(tools::call_opening(format, spec.name));
+  for (const auto& spec : settings.specs) {
+    if (settings.choice != ToolSettings::Choice::Required && spec.name != settings.named) continue;
+    call.openings.push_back(tools::call_opening(format, spec.name));
+    // The arguments' keys: the schema's properties, unless it allows others.
+    std::optional<std::vector<std::string>> keys;
+    const auto props = spec.parameters.find("properties");
+    const auto extra = spec.parameters.find("additionalProperties");
+    const bool others = extra != spec.parameters.end() && !(extra->is_boolean() && !extra->get<bool>());
+    if (props != spec.parameters.end() && props->is_object() && !others) {
+      keys.emplace();
+      for (const auto& [k, v] : props->items()) keys->push_back(k);
+    }
+    call.keys.push_back(std::move(keys));
+  }
   call.json_arguments = tools::json_arguments(format);
   if (call.json_arguments) call.closing = tools::call_closing(format);
   plan.forced = std::move(call);

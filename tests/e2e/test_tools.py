@@ -35,8 +35,7 @@ ASK = [{"role": "user", "content": "What is the weather like in Paris today?"}]
 LIMIT = 96
 
 
-def forced_call(client, server, tools=TOOLS[:1], **kwargs):
-    # One tool: with two the 135M model fills the arguments with a schema of its own that does not end in LIMIT.
+def forced_call(client, server, tools=TOOLS, **kwargs):
     return client.chat.completions.create(
         model=server.model_id, messages=ASK, tools=tools, tool_choice="required", max_tokens=LIMIT, temperature=0,
         **kwargs)

@@ -18,6 +18,8 @@ class JsonScanner {
   Status feed(char c);
   Status status() const { return status_; }
   int depth() const { return static_cast<int>(stack_.size()); }
+  // Inside an object key's string (after its opening quote, before its closing one).
+  bool in_key() const { return (state_ == State::String || state_ == State::Escape || state_ == State::Unicode) && string_is_key_; }
 
  private:
   enum class State : std::uint8_t {

@@ -254,7 +254,7 @@ TEST(DecodeLoop, TheCallConstraintHoldsRepliesToTheCallSyntax) {
   for (const char* w : words) texts->push_back(w);
   ASSERT_EQ(texts->size(), static_cast<std::size_t>(kVocab));
   const std::int32_t eos = kVocab - 1;
-  CallGrammar grammar{{"<a>", "<b>"}, true, "!", ""};
+  CallGrammar grammar{{"<a>", "<b>"}, true, "!", "", {}};
   const auto constraint = make_call_constraint(texts, grammar, {eos});
   int completed = 0;
   for (float temperature : {0.0f, 0.9f, 1.5f}) {
@@ -282,6 +282,27 @@ TEST(DecodeLoop, TheCallConstraintHoldsRepliesToTheCallSyntax) {
     }
   }
   EXPECT_GT(completed, 0) << "no reply completed its call";
+}
+
+// With the tool's keys given, a top-level argument key must be one of them, byte by byte.
+TEST(DecodeLoop, TheCallConstraintHoldsArgumentKeysToTheSchema) {
+  auto texts = std::make_shared<TokenTexts>(TokenTexts{"<a>", "{", "\"", "k", "x", "\"k\"", "\"x\"", ":", "1", "}", "!",
+                                                       "EOS"});
+  const auto c = make_call_constraint(texts, {{"<a>"}, true, "!", "", {std::vector<std::string>{"k"}}}, {11});
+  const auto allowed = [&](std::vector<std::int32_t> generated) {
+    std::vector<float> logits(texts->size(), 0.0f);
+    c->mask(generated, logits);
+    std::vector<int> ok;
+    for (std::size_t i = 0; i < logits.size(); ++i)
+      if (logits[i] == 0.0f) ok.push_back(static_cast<int>(i));
+    return ok;
+  };
+  EXPECT_EQ(allowed({}), (std::vector<int>{0}));
+  EXPECT_EQ(allowed({0, 1}), (std::vector<int>{2, 5, 9}));  // '"' starts a key, "k" is one, '}' ends: not "x"
+  EXPECT_EQ(allowed({0, 1, 2}), (std::vector<int>{3}));     // only k (an empty key is not one)
+  EXPECT_EQ(allowed({0, 1, 5}), (std::vector<int>{7}));
+  EXPECT_EQ(allowed({0, 1, 5, 7, 8, 9}), (std::vector<int>{10}));
+  EXPECT_EQ(allowed({0, 1, 9, 10}), (std::vector<int>{11}));  // complete: only the end
 }
 
 // The reasoning budget: the block holds exactly `budget` tokens, then the close is forced; drafted equals

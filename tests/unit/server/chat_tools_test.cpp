@@ -140,6 +140,10 @@ TEST_F(ChatTools, ToolChoiceRequiredAndNamedConstrainTheReplysStart) {
                                       "<tool_call>\n{\"name\": \"get_time\", \"arguments\": "}));
   EXPECT_TRUE(svc.last_grammar.json_arguments);
   EXPECT_EQ(svc.last_grammar.closing, "}\n</tool_call>");
+  // The arguments' keys come from each tool's schema: get_time declares none.
+  ASSERT_EQ(svc.last_grammar.keys.size(), 2u);
+  EXPECT_EQ(svc.last_grammar.keys[0], std::vector<std::string>{"city"});
+  EXPECT_EQ(svc.last_grammar.keys[1], std::vector<std::string>{});
   ASSERT_EQ(post(srv, request({{"tool_choice", {{"type", "function"}, {"function", {{"name", "get_time"}}}}}})).status, 200);
   EXPECT_EQ(svc.last_grammar.openings,
             std::vector<std::string>{"<tool_call>\n{\"name\": \"get_time\", \"arguments\": "});
