@@ -42,6 +42,8 @@ struct ServeFlags {
   std::string backend = "auto";
   std::vector<std::string> api_keys;
   std::string chat_template;
+  std::string reasoning;  // "on", "off" or "" (the template's own default)
+  std::int64_t reasoning_budget = 0;
   bool no_drafts = false;
   std::string drafter = "auto";
   int max_drafts = 8;
@@ -169,6 +171,8 @@ int run_serve(const ServeFlags& f) {
   so.names = {server::served_model_id(f.name.empty() ? hub_model_name(f.model) : f.name, path), f.aliases};
   so.api_keys = f.api_keys;
   so.default_max_tokens = f.max_tokens;
+  if (!f.reasoning.empty()) so.reasoning = f.reasoning == "on";
+  so.reasoning_budget = f.reasoning_budget;
   so.system_fingerprint = fmt::format("fp_tensorfold_{}", kVersion);
   server::HttpServer srv(so);
   try {
@@ -278,6 +282,14 @@ Command add_serve_command(CLI::App& app) {
   sub->add_flag("--no-drafts", f->no_drafts, "Decode serially: never draft (same output, bit for bit)");
   sub->add_option("--chat-template", f->chat_template, "Jinja chat template file replacing the checkpoint's")
       ->check(CLI::ExistingFile);
+  sub->add_option("--reasoning", f->reasoning,
+                  "Thinking for requests that do not say (chat_template_kwargs.enable_thinking): on or off "
+                  "(default: the chat template's own default)")
+      ->check(CLI::IsMember({"on", "off"}));
+  sub->add_option("--reasoning-budget", f->reasoning_budget,
+                  "Close a reply's reasoning block after this many of its tokens, exactly (0: no budget); a "
+                  "request's thinking_budget overrides it")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 30));
   return {sub, [f] { return run_serve(*f); }};
 }
 

@@ -10,6 +10,7 @@
 
 #include "engine/generation.h"
 #include "engine/sampler.h"
+#include "engine/token_constraint.h"
 
 namespace tf {
 
@@ -26,6 +27,9 @@ struct DecodeSettings {
   // Propose max_drafts every round (a backend whose verify costs about one decode step, whatever the
   // width), rather than adapting the window to recent acceptance (a backend whose cost grows with rows).
   bool full_windows = false;
+  // Masks each row before it is sampled, by the tokens generated before that row (token_constraint.h); the
+  // rows then come back as logits, never as backend greedy ids.
+  const TokenConstraint* constraint = nullptr;
 };
 
 struct DecodeCounters {

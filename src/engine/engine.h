@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -75,7 +76,14 @@ class Engine {
   // Renders the chat template (ChatInput from text/template/chat_template.h; OpenAI-style tool-call
   // arguments strings are parsed as transformers expects); throws TemplateError, a client error.
   std::string render_chat(ChatInput input) const;
+  // The template text render_chat() uses for this input (the server reads which tool-call markers it writes).
+  const std::string& chat_template_source(const ChatInput& input) const;
   std::vector<std::int32_t> tokenize(const std::string& text, bool add_special) const;
+  // A constraint that holds a reply to one tool call (engine/token_constraint.h); the token texts it
+  // compares are decoded once, on first use.
+  std::shared_ptr<const TokenConstraint> call_constraint(CallGrammar grammar) const;
+  // A constraint that closes a reasoning block after its budget of tokens (engine/token_constraint.h).
+  std::shared_ptr<const TokenConstraint> reasoning_budget(ReasoningBudget budget) const;
 
   // Admits or queues a generation; text arrives on the returned stream. The prompt must fit the context (the
   // server checks and answers 400 otherwise); max_tokens is clipped to the context end. Throws AdmissionError
@@ -95,6 +103,9 @@ class Engine {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ChatTemplate> template_;
+  mutable std::once_flag token_texts_once_;
+  mutable std::shared_ptr<const TokenTexts> token_texts_;
+  const std::shared_ptr<const TokenTexts>& decoded_tokens() const;  // token_texts_, decoded on first use
   std::vector<std::int32_t> eos_ids_;
   std::int64_t context_ = 0;
   SamplingParams default_sampling_;

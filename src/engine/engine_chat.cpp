@@ -1,11 +1,28 @@
-// The engine's text side: the model's chat template, loaded once and rendered per request.
+// The engine's text side: the model's chat template, loaded once and rendered per request, and the prefix
+// call constraint built over its tokenizer.
 #include "engine/engine.h"
+#include "engine/token_constraint.h"
 #include "text/template/chat_template.h"
 
 namespace tf {
 
 void Engine::load_chat_template(const EngineOptions& options) {
   template_ = std::make_unique<ChatTemplate>(tf::load_chat_template(options.model_path, options.chat_template_file));
+}
+
+const std::string& Engine::chat_template_source(const ChatInput& input) const { return template_->source(input); }
+
+const std::shared_ptr<const TokenTexts>& Engine::decoded_tokens() const {
+  std::call_once(token_texts_once_, [this] { token_texts_ = token_texts(*tokenizer_); });
+  return token_texts_;
+}
+
+std::shared_ptr<const TokenConstraint> Engine::call_constraint(CallGrammar grammar) const {
+  return make_call_constraint(decoded_tokens(), std::move(grammar), eos_ids_);
+}
+
+std::shared_ptr<const TokenConstraint> Engine::reasoning_budget(ReasoningBudget budget) const {
+  return make_reasoning_budget(decoded_tokens(), std::move(budget));
 }
 
 std::string Engine::render_chat(ChatInput input) const {

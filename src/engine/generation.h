@@ -3,12 +3,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/sampler.h"
+#include "engine/token_constraint.h"
 
 namespace tf {
 
@@ -19,6 +21,7 @@ struct GenerationRequest {
   std::int64_t max_tokens = 0;        // 0: until the context ends
   std::vector<std::string> stop;      // stop strings; never part of the returned text
   bool draft = true;                  // false: decode serially (meaningful once drafting lands)
+  std::shared_ptr<const TokenConstraint> constraint;  // masks every sampled row (tool_choice required/named)
 };
 
 enum class FinishReason { Stop, Length, Cancelled, Error };

@@ -244,6 +244,7 @@ void Scheduler::start_decoding(Stream& s) {
   s.settings.eos = options_.eos;
   s.settings.max_drafts = req.draft ? options_.max_drafts : 0;
   s.settings.full_windows = options_.full_windows;
+  s.settings.constraint = req.constraint.get();
   Stream* sp = &s;
   s.decoder = std::make_unique<StreamDecoder>(
       model_, *s.state, std::move(s.logits), req.prompt, s.settings, s.settings.max_drafts > 0 ? &s.copies : nullptr,

@@ -19,9 +19,10 @@ StreamDecoder::StreamDecoder(Model& model, SequenceState& state, std::vector<flo
                              std::function<bool(std::int32_t)> on_token)
     : state_(state), vocab_(static_cast<std::size_t>(model.info().vocab)), s_(settings), drafts_(drafts),
       on_token_(std::move(on_token)), logits_(std::move(logits)), history_(std::move(history)),
+      prompt_length_(history_.size()),
       // Greedy decoding on a backend that finds the argmax itself: rounds return token ids, not logits (the
-      // same tokens: the backend's argmax is greedy_token bit for bit).
-      greedy_ids_(settings.sampling.temperature <= 0.0f && model.greedy_on_backend()),
+      // same tokens: the backend's argmax is greedy_token bit for bit). A constraint needs the logits.
+      greedy_ids_(settings.sampling.temperature <= 0.0f && model.greedy_on_backend() && !settings.constraint),
       window_(settings.full_windows ? settings.max_drafts : std::min(4, settings.max_drafts)) {
   if (s_.budget <= 0) end(FinishReason::Length);
 }
@@ -53,10 +54,16 @@ bool StreamDecoder::emit(std::int32_t t) {
   return true;
 }
 
+std::int32_t StreamDecoder::sample(std::span<float> row, std::int64_t position) {
+  if (s_.constraint)
+    s_.constraint->mask(std::span<const std::int32_t>(history_).subspan(prompt_length_), row);
+  return sample_token(row, s_.sampling, s_.seed, position);
+}
+
 std::optional<RoundInput> StreamDecoder::next_input() {
   if (done_) return std::nullopt;
   const std::int64_t p = state_.length();
-  const std::int32_t t = next_ ? *next_ : sample_token(logits_, s_.sampling, s_.seed, p);
+  const std::int32_t t = next_ ? *next_ : sample(logits_, p);
   if (!emit(t)) return std::nullopt;
   proposal_.clear();
   if (drafts_ != nullptr && window_ > 0) {
@@ -83,11 +90,17 @@ void StreamDecoder::accept(RoundOutput out) {
   const std::size_t rows = proposed_ + 1;
   if (greedy_ids_ ? out.ids.size() != rows : out.logits.size() != rows * vocab_)
     throw std::logic_error("StreamDecoder::accept: the forward returned the wrong number of rows");
-  // The target model's token at position p + 1 + i.
+  // The target model's token at position p + 1 + i. Rows are taken in order, each after the drafts before it
+  // were emitted, so history_ then holds exactly the row's prefix (what a constraint masks by).
   const auto target_at = [&](std::size_t i) {
     if (greedy_ids_) return out.ids[i];
-    const std::span<const float> row(out.logits.data() + i * vocab_, vocab_);
-    return sample_token(row, s_.sampling, s_.seed, p + 1 + static_cast<std::int64_t>(i));
+    if (!s_.constraint) {
+      const std::span<const float> row(out.logits.data() + i * vocab_, vocab_);
+      return sample_token(row, s_.sampling, s_.seed, p + 1 + static_cast<std::int64_t>(i));
+    }
+    std::vector<float> row(out.logits.begin() + static_cast<std::ptrdiff_t>(i * vocab_),
+                           out.logits.begin() + static_cast<std::ptrdiff_t>((i + 1) * vocab_));
+    return sample(row, p + 1 + static_cast<std::int64_t>(i));
   };
   ++c_.rounds;
   c_.drafted += static_cast<std::int64_t>(proposed_);

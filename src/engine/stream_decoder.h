@@ -54,6 +54,8 @@ class StreamDecoder {
 
  private:
   bool emit(std::int32_t t);  // false when the stream ends with it
+  // The keyed sample of `row` at `position`, masked first by the constraint (for the tokens emitted so far).
+  std::int32_t sample(std::span<float> row, std::int64_t position);
   void end(FinishReason r);
 
   SequenceState& state_;
@@ -63,6 +65,7 @@ class StreamDecoder {
   std::function<bool(std::int32_t)> on_token_;
   std::vector<float> logits_;
   std::vector<std::int32_t> history_;
+  std::size_t prompt_length_;
   bool greedy_ids_;
   int window_;                        // drafts per round
   std::optional<std::int32_t> next_;  // the token at state.length(), when the last round found it already

@@ -1,7 +1,9 @@
 // POST /v1/chat/completions
 #include "server/api_error.h"
+#include "server/chat_reply_reader.h"
 #include "server/chat_request.h"
 #include "server/chat_response.h"
+#include "server/chat_setup.h"
 #include "server/generation_runner.h"
 #include "server/handlers.h"
 #include "server/http_reply.h"
@@ -15,16 +17,15 @@ namespace {
 
 class ChatSse final : public SseFormatter {
  public:
-  ChatSse(ReplyMeta meta, bool include_usage) : meta_(std::move(meta)), include_usage_(include_usage) {}
+  ChatSse(ReplyMeta meta, bool include_usage, std::unique_ptr<ChatReplyReader> reader)
+      : meta_(std::move(meta)), include_usage_(include_usage), reader_(std::move(reader)) {}
   std::string opening() override {
     return sse_data(chat_chunk(meta_, {{"role", "assistant"}, {"content", ""}}, nullptr, include_usage_));
   }
-  std::string text(const std::string& piece) override {
-    return sse_data(chat_chunk(meta_, {{"content", piece}}, nullptr, include_usage_));
-  }
+  std::string text(const std::string& piece) override { return chunks(reader_->feed(piece)); }
   std::string closing(const std::string&, const GenerationResult& r) override {
-    std::string out =
-        sse_data(chat_chunk(meta_, nlohmann::ordered_json::object(), openai_finish_reason_json(r), include_usage_));
+    std::string out = chunks(reader_->finish());
+    out += sse_data(chat_chunk(meta_, nlohmann::ordered_json::object(), reader_->finish_reason(r.finish), include_usage_));
     if (include_usage_) out += sse_data(chat_usage_chunk(meta_, r));
     return out + sse_done();
   }
@@ -33,11 +34,14 @@ class ChatSse final : public SseFormatter {
   }
 
  private:
-  static nlohmann::ordered_json openai_finish_reason_json(const GenerationResult& r) {
-    return r.finish == FinishReason::Length ? "length" : "stop";
+  std::string chunks(const std::vector<nlohmann::ordered_json>& deltas) {
+    std::string out;
+    for (const auto& d : deltas) out += sse_data(chat_chunk(meta_, d, nullptr, include_usage_));
+    return out;
   }
   ReplyMeta meta_;
   bool include_usage_;
+  std::unique_ptr<ChatReplyReader> reader_;
 };
 
 }  // namespace
@@ -45,25 +49,21 @@ class ChatSse final : public SseFormatter {
 void handle_chat_completions(ApiContext& ctx, const httplib::Request& req, httplib::Response& res) {
   const auto body = parse_json_body(req.body);
   const auto request = parse_chat_request(body);
-  auto& service = ctx.service();
   const ReplyMeta meta{random_id("chatcmpl-"), ctx.check_model(request.model), unix_now(),
                        ctx.system_fingerprint()};
 
-  ChatInput input;
-  input.messages = request.messages;
-  if (request.tools.is_array()) input.tools = request.tools;
-  input.add_generation_prompt = request.add_generation_prompt;
-  input.kwargs = request.template_kwargs;
-  auto plan = plan_generation(service, ctx.options(), chat_prompt(service, input), request.sampling, "messages");
-
-  auto generation = std::make_shared<Generation>(ctx, req, std::move(plan));
+  auto setup = prepare_chat(ctx, request);
+  auto reader = setup.reader(request);
+  auto generation = std::make_shared<Generation>(ctx, req, std::move(setup.generation));
   if (request.stream) {
-    send_stream(res, std::move(generation), std::make_unique<ChatSse>(meta, request.include_usage));
+    send_stream(res, std::move(generation), std::make_unique<ChatSse>(meta, request.include_usage, std::move(reader)));
     return;
   }
   const auto done = generation->collect();
   check_finished(done.result);
-  auto reply = chat_completion(meta, done.text, done.result);
+  reader->feed(done.text);
+  reader->finish();
+  auto reply = chat_completion(meta, reader->message(), reader->finish_reason(done.result.finish), done.result);
   if (request.sampling.return_token_ids) reply["choices"][0]["token_ids"] = done.result.token_ids;
   send_json(res, 200, reply);
 }

@@ -94,6 +94,19 @@ void check_common_unsupported(const JsonFields& f) {
   if (f.object("logit_bias")) f.refuse_if_set("logit_bias", "token biases are not implemented.");
 }
 
+void apply_reasoning_effort(const JsonFields& f, nlohmann::ordered_json& kwargs) {
+  const auto effort = f.string("reasoning_effort");
+  if (!effort) return;
+  static constexpr std::string_view kLevels[] = {"none", "minimal", "low", "medium", "high", "xhigh", "max"};
+  if (std::find(std::begin(kLevels), std::end(kLevels), *effort) == std::end(kLevels))
+    throw invalid_request(fmt::format("Invalid value for 'reasoning_effort': '{}'. Supported values are 'none', "
+                                      "'minimal', 'low', 'medium', 'high', 'xhigh' and 'max'.",
+                                      *effort),
+                          "reasoning_effort", "invalid_value");
+  if (!kwargs.contains("reasoning_effort")) kwargs["reasoning_effort"] = *effort;
+  if (*effort == "none" && !kwargs.contains("enable_thinking")) kwargs["enable_thinking"] = false;
+}
+
 ChatRequest parse_chat_request(const nlohmann::ordered_json& body) {
   const JsonFields f(body);
   ChatRequest r;
@@ -112,17 +125,12 @@ ChatRequest parse_chat_request(const nlohmann::ordered_json& body) {
   if (const auto* so = f.object("stream_options")) r.include_usage = JsonFields(*so, "stream_options.").boolean("include_usage").value_or(false);
   r.user = f.string("user");
   if (const auto* kw = f.object("chat_template_kwargs")) r.template_kwargs = *kw;
+  apply_reasoning_effort(f, r.template_kwargs);
+  r.thinking_budget = f.integer("thinking_budget", 0, std::int64_t{1} << 30);
   if (auto agp = f.boolean("add_generation_prompt")) r.add_generation_prompt = *agp;
 
-  if (const auto* tools = f.array("tools"); tools && !tools->empty()) r.tools = *tools;
-  if (const auto* choice = f.get("tool_choice")) {
-    if (choice->is_string() && choice->get<std::string>() == "none") {
-      r.tools = nullptr;
-    } else if (!(choice->is_string() && choice->get<std::string>() == "auto")) {
-      throw unsupported("'tool_choice' other than \"auto\" or \"none\" is not supported by this server.",
-                        "tool_choice");
-    }
-  }
+  r.tools = parse_tool_settings(f);
+  check_tool_history(r.messages);
   if (f.boolean("logprobs").value_or(false))
     throw unsupported("'logprobs' is not supported by this server; leave it unset or false.", "logprobs");
   if (auto top = f.integer("top_logprobs", 0, 20); top && *top > 0)

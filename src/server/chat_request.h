@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "server/sampling_fields.h"
+#include "server/tool_fields.h"
 
 namespace tf::server {
 
@@ -15,9 +16,11 @@ struct ChatRequest {
   // Normalized for the chat template: every message has a string "role" (developer becomes system) and a
   // string "content" (content-part lists joined); assistant tool_calls, tool_call_id and name pass through.
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-  nlohmann::ordered_json tools;  // null or a non-empty array
+  ToolSettings tools;  // tools, tool_choice, parallel_tool_calls
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
   bool add_generation_prompt = true;
+  // thinking_budget: close the reasoning block after this many tokens (server default: --reasoning-budget).
+  std::optional<std::int64_t> thinking_budget;
   SamplingFields sampling;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
@@ -25,6 +28,11 @@ struct ChatRequest {
 };
 
 ChatRequest parse_chat_request(const nlohmann::ordered_json& body);
+
+// reasoning_effort ("none", "minimal", "low", "medium", "high", "xhigh", "max") into the template's
+// variables: reasoning_effort itself (templates with effort levels read it) and, for "none", enable_thinking
+// false (templates that only switch thinking on and off); a kwarg the client set wins.
+void apply_reasoning_effort(const JsonFields& fields, nlohmann::ordered_json& template_kwargs);
 
 // The text of a message "content": a string, or a list of text parts (types in `text_types`) joined by "\n".
 // Other part types are refused (this server reads text only). `param` names the field in errors.

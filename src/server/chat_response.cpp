@@ -14,12 +14,13 @@ nlohmann::ordered_json header(const ReplyMeta& meta, const char* object) {
 }
 }  // namespace
 
-nlohmann::ordered_json chat_completion(const ReplyMeta& meta, const std::string& text, const GenerationResult& result) {
+nlohmann::ordered_json chat_completion(const ReplyMeta& meta, nlohmann::ordered_json message,
+                                       const std::string& finish_reason, const GenerationResult& result) {
   auto j = header(meta, "chat.completion");
   j["choices"] = nlohmann::ordered_json::array({{{"index", 0},
-                                         {"message", {{"role", "assistant"}, {"content", text}, {"refusal", nullptr}}},
-                                         {"logprobs", nullptr},
-                                         {"finish_reason", openai_finish_reason(result.finish)}}});
+                                                 {"message", std::move(message)},
+                                                 {"logprobs", nullptr},
+                                                 {"finish_reason", finish_reason}}});
   j["usage"] = completion_usage(result);
   return j;
 }

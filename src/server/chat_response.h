@@ -16,7 +16,9 @@ struct ReplyMeta {
   std::string system_fingerprint;
 };
 
-nlohmann::ordered_json chat_completion(const ReplyMeta& meta, const std::string& text, const GenerationResult& result);
+// `message`: the assistant message (role, content, and reasoning and tool calls when there are any).
+nlohmann::ordered_json chat_completion(const ReplyMeta& meta, nlohmann::ordered_json message,
+                                       const std::string& finish_reason, const GenerationResult& result);
 
 // One streamed chunk with a single choice. `finish_reason` is null or a string; with include_usage every
 // chunk carries "usage": null (the usage itself comes in chat_usage_chunk).

@@ -19,8 +19,30 @@ SamplingParams EngineService::default_sampling() const { return engine_.default_
 
 std::string EngineService::render_chat(const ChatInput& input) const { return engine_.render_chat(input); }
 
+std::string EngineService::chat_template_source(const ChatInput& input) const {
+  return engine_.chat_template_source(input);
+}
+
+std::shared_ptr<const TokenConstraint> EngineService::call_constraint(CallGrammar grammar) const {
+  return engine_.call_constraint(std::move(grammar));
+}
+
+std::shared_ptr<const TokenConstraint> EngineService::reasoning_budget(ReasoningBudget budget) const {
+  return engine_.reasoning_budget(std::move(budget));
+}
+
 std::vector<std::int32_t> EngineService::tokenize(const std::string& text, bool add_special) const {
   return engine_.tokenize(text, add_special);
+}
+
+std::string EngineService::detokenize(std::span<const std::int32_t> ids) const {
+  return engine_.tokenizer().decode(ids);
+}
+
+std::vector<std::string> EngineService::token_strings(std::span<const std::int32_t> ids) const {
+  std::vector<std::string> out;
+  for (const auto id : ids) out.push_back(engine_.tokenizer().id_to_token(id).value_or(""));
+  return out;
 }
 
 std::shared_ptr<GenerationStream> EngineService::submit(GenerationRequest request) {

@@ -11,7 +11,12 @@ class EngineService final : public InferenceService {
   std::int64_t vocab_size() const override;
   SamplingParams default_sampling() const override;
   std::string render_chat(const ChatInput& input) const override;
+  std::string chat_template_source(const ChatInput& input) const override;
   std::vector<std::int32_t> tokenize(const std::string& text, bool add_special) const override;
+  std::string detokenize(std::span<const std::int32_t> ids) const override;
+  std::vector<std::string> token_strings(std::span<const std::int32_t> ids) const override;
+  std::shared_ptr<const TokenConstraint> call_constraint(CallGrammar grammar) const override;
+  std::shared_ptr<const TokenConstraint> reasoning_budget(ReasoningBudget budget) const override;
   std::shared_ptr<GenerationStream> submit(GenerationRequest request) override;
   EngineStats stats() const override { return engine_.stats(); }
 

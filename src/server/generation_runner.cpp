@@ -35,16 +35,18 @@ GenerationRequest plan_generation(const InferenceService& service, const ServerO
   return r;
 }
 
-std::vector<std::int32_t> chat_prompt(const InferenceService& service, const ChatInput& input,
-                                      const std::string& param) {
-  std::string text;
+std::string render_chat_prompt(const InferenceService& service, const ChatInput& input, const std::string& param) {
   try {
-    text = service.render_chat(input);
+    return service.render_chat(input);
   } catch (const TemplateError& e) {
     throw invalid_request(fmt::format("The chat template could not render these messages: {}", e.what()), param,
                           "chat_template_error");
   }
-  return service.tokenize(text, /*add_special=*/false);
+}
+
+std::vector<std::int32_t> chat_prompt(const InferenceService& service, const ChatInput& input,
+                                      const std::string& param) {
+  return service.tokenize(render_chat_prompt(service, input, param), /*add_special=*/false);
 }
 
 namespace {

@@ -23,6 +23,9 @@ GenerationRequest plan_generation(const InferenceService& service, const ServerO
                                   std::vector<std::int32_t> prompt, const SamplingFields& fields,
                                   const std::string& prompt_param);
 
+// Renders the chat template; a template error is a 400 naming `param`.
+std::string render_chat_prompt(const InferenceService& service, const ChatInput& input,
+                               const std::string& param = "messages");
 // Renders the chat template and tokenizes the text (special tokens come from the template). A template
 // error is a 400 naming `param`.
 std::vector<std::int32_t> chat_prompt(const InferenceService& service, const ChatInput& input,

@@ -26,6 +26,14 @@ void handle_completions(ApiContext& ctx, const httplib::Request& req, httplib::R
 void handle_create_response(ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
 // GET /v1/responses/{id}
 void handle_get_response(ApiContext& ctx, const std::string& id, httplib::Response& res);
+// POST /tokenize, /v1/tokenize: text or a chat's messages to token ids (llama.cpp's and vLLM's shapes).
+void handle_tokenize(ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
+// POST /detokenize, /v1/detokenize: token ids to text.
+void handle_detokenize(ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
+// POST /v1/messages: Anthropic's Messages API.
+void handle_messages(ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
+// POST /v1/messages/count_tokens
+void handle_count_tokens(ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
 // DELETE /v1/responses/{id}
 void handle_delete_response(ApiContext& ctx, const std::string& id, httplib::Response& res);
 

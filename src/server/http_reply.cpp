@@ -16,6 +16,22 @@ void send_error(httplib::Response& res, const ApiError& error) {
   send_json(res, error.status(), error_envelope(error));
 }
 
+void send_anthropic_error(httplib::Response& res, const ApiError& error) {
+  if (error.retry_after()) res.set_header("Retry-After", std::to_string(*error.retry_after()));
+  const int s = error.status();
+  const char* type = s == 401   ? "authentication_error"
+                     : s == 403 ? "permission_error"
+                     : s == 404 ? "not_found_error"
+                     : s == 413 ? "request_too_large"
+                     : s == 429 ? "rate_limit_error"
+                     : s == 503 ? "overloaded_error"
+                     : s >= 500 ? "api_error"
+                                : "invalid_request_error";
+  nlohmann::ordered_json detail = {{"type", type}, {"message", error.what()}};
+  if (error.param()) detail["param"] = *error.param();  // not in Anthropic's envelope; names the field
+  send_json(res, s, {{"type", "error"}, {"error", std::move(detail)}});
+}
+
 namespace {
 
 struct StreamState {

@@ -17,6 +17,11 @@ void send_json(httplib::Response& res, int status, const nlohmann::ordered_json&
 // The error envelope with the error's status (and WWW-Authenticate: Bearer on 401).
 void send_error(httplib::Response& res, const ApiError& error);
 
+// Anthropic's error envelope {"type": "error", "error": {"type", "message"}} with the error's status; the type
+// follows the status (invalid_request_error, authentication_error, not_found_error, request_too_large,
+// api_error, overloaded_error).
+void send_anthropic_error(httplib::Response& res, const ApiError& error);
+
 // How one endpoint's stream looks. Each method returns the SSE text to send (possibly empty).
 class SseFormatter {
  public:

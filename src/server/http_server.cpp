@@ -41,6 +41,12 @@ HttpServer::HttpServer(ServerOptions options)
   route("GET", "/v1/models/{owner}/{name}",
         [&ctx](auto&, auto& res, auto& p) { handle_get_model(ctx, p[0] + "/" + p[1], res); });
   route("POST", "/v1/chat/completions", [&ctx](auto& req, auto& res, auto&) { handle_chat_completions(ctx, req, res); });
+  for (const char* path : {"/tokenize", "/v1/tokenize"})
+    route("POST", path, [&ctx](auto& req, auto& res, auto&) { handle_tokenize(ctx, req, res); });
+  for (const char* path : {"/detokenize", "/v1/detokenize"})
+    route("POST", path, [&ctx](auto& req, auto& res, auto&) { handle_detokenize(ctx, req, res); });
+  route("POST", "/v1/messages", [&ctx](auto& req, auto& res, auto&) { handle_messages(ctx, req, res); });
+  route("POST", "/v1/messages/count_tokens", [&ctx](auto& req, auto& res, auto&) { handle_count_tokens(ctx, req, res); });
   route("POST", "/v1/completions", [&ctx](auto& req, auto& res, auto&) { handle_completions(ctx, req, res); });
   route("POST", "/v1/responses", [&ctx](auto& req, auto& res, auto&) { handle_create_response(ctx, req, res); });
   route("GET", "/v1/responses/{id}", [&ctx](auto&, auto& res, auto& p) { handle_get_response(ctx, p[0], res); });
@@ -92,10 +98,18 @@ void HttpServer::route(const char* method, const char* pattern, Handler handler)
 }
 
 void HttpServer::dispatch(const httplib::Request& req, httplib::Response& res) {
+  // Anthropic's routes answer errors in Anthropic's envelope and take the key in x-api-key too.
+  const bool anthropic = req.path.rfind("/v1/messages", 0) == 0;
+  const auto reply_error = [&](httplib::Response& r, const ApiError& e) {
+    if (anthropic) send_anthropic_error(r, e);
+    else send_error(r, e);
+  };
   try {
     const auto match = router_.match(req.method, req.path);
     const bool open = match.kind == RouteMatch::Kind::Found && req.path.rfind("/health", 0) == 0;
-    if (!open && !context_.keys().allows(req.get_header_value("Authorization"))) {
+    const bool x_api_key = anthropic && req.has_header("x-api-key") &&
+                           context_.keys().allows("Bearer " + req.get_header_value("x-api-key"));
+    if (!open && !x_api_key && !context_.keys().allows(req.get_header_value("Authorization"))) {
       const bool given = req.has_header("Authorization");
       throw ApiError(401, "invalid_request_error",
                      given ? "Incorrect API key provided. Send 'Authorization: Bearer <key>' with a key this server "
@@ -122,16 +136,16 @@ void HttpServer::dispatch(const httplib::Request& req, httplib::Response& res) {
         return;
     }
   } catch (const ApiError& e) {
-    send_error(res, e);
+    reply_error(res, e);
   } catch (const TemplateError& e) {
-    send_error(res, invalid_request(fmt::format("The chat template failed: {}", e.what()), "messages",
+    reply_error(res, invalid_request(fmt::format("The chat template failed: {}", e.what()), "messages",
                                     "chat_template_error"));
   } catch (const std::bad_alloc&) {
-    send_error(res, server_error("The server ran out of memory handling the request."));
+    reply_error(res, server_error("The server ran out of memory handling the request."));
   } catch (const std::exception& e) {
-    send_error(res, server_error(fmt::format("The server failed to handle the request: {}", e.what())));
+    reply_error(res, server_error(fmt::format("The server failed to handle the request: {}", e.what())));
   } catch (...) {
-    send_error(res, server_error("The server failed to handle the request."));
+    reply_error(res, server_error("The server failed to handle the request."));
   }
 }
 

@@ -3,6 +3,7 @@
 // generation. The real one wraps tf::Engine (engine_service.h); tests use a fake.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,16 @@ class InferenceService {
   // Renders the chat template (ChatInput: text/template/chat_template.h); throws tf::TemplateError when the
   // template rejects the input.
   virtual std::string render_chat(const ChatInput& input) const = 0;
+  // The template text render_chat() uses for `input` (tool-call markers tell the format: text/tool_calls).
+  virtual std::string chat_template_source(const ChatInput& input) const = 0;
   virtual std::vector<std::int32_t> tokenize(const std::string& text, bool add_special) const = 0;
+  // Token ids (each below vocab_size()) to text, special tokens included; and each id's vocabulary string.
+  virtual std::string detokenize(std::span<const std::int32_t> ids) const = 0;
+  virtual std::vector<std::string> token_strings(std::span<const std::int32_t> ids) const = 0;
+  // A constraint that holds the reply to one tool call (engine/token_constraint.h).
+  virtual std::shared_ptr<const TokenConstraint> call_constraint(CallGrammar grammar) const = 0;
+  // A constraint that closes the reply's reasoning block after its budget of tokens.
+  virtual std::shared_ptr<const TokenConstraint> reasoning_budget(ReasoningBudget budget) const = 0;
   virtual std::shared_ptr<GenerationStream> submit(GenerationRequest request) = 0;
   // Totals since start, for /health.
   virtual EngineStats stats() const = 0;

@@ -2,7 +2,10 @@
 // conversation of previous_response_id, then `input`, with `instructions` as a leading system message.
 #include <fmt/format.h>
 
+#include <set>
+
 #include "server/api_error.h"
+#include "server/chat_setup.h"
 #include "server/generation_runner.h"
 #include "server/handlers.h"
 #include "server/http_reply.h"
@@ -10,6 +13,7 @@
 #include "server/openai_ids.h"
 #include "server/responses_request.h"
 #include "server/responses_response.h"
+#include "server/sse.h"
 
 namespace tf::server {
 
@@ -20,10 +24,11 @@ class Keeper {
  public:
   Keeper(ApiContext& ctx, bool store, nlohmann::ordered_json conversation)
       : ctx_(ctx), store_(store), conversation_(std::move(conversation)) {}
-  void keep(const std::string& id, const nlohmann::ordered_json& response, const std::string& text) {
+  // `answer`: the assistant message (content, and tool_calls when the reply called tools).
+  void keep(const std::string& id, const nlohmann::ordered_json& response, nlohmann::ordered_json answer) {
     if (!store_) return;
     auto conversation = conversation_;
-    conversation.push_back({{"role", "assistant"}, {"content", text}});
+    conversation.push_back(std::move(answer));
     ctx_.store().put(id, StoredResponse{response, std::move(conversation)});
   }
 
@@ -41,7 +46,7 @@ class ResponsesSse final : public SseFormatter {
   std::string closing(const std::string& full_text, const GenerationResult& r) override {
     nlohmann::ordered_json response;
     auto out = events_.closing(full_text, r, response);
-    keeper_.keep(events_.meta().id, response, full_text);
+    keeper_.keep(events_.meta().id, response, {{"role", "assistant"}, {"content", full_text}});
     return out;
   }
   std::string failure(const std::string& message) override { return events_.error(message) + "data: [DONE]\n\n"; }
@@ -49,6 +54,137 @@ class ResponsesSse final : public SseFormatter {
  private:
   ResponseEvents events_;
   Keeper keeper_;
+};
+
+using json = nlohmann::ordered_json;
+
+// The assistant message a reply adds to the conversation (for previous_response_id).
+json answer_message(const ChatReplyReader& reader) {
+  json m = {{"role", "assistant"}, {"content", reader.content()}};
+  json calls = json::array();
+  for (const auto& c : reader.calls())
+    calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  if (!calls.empty()) m["tool_calls"] = std::move(calls);
+  return m;
+}
+
+// The output items of a finished reply: its reasoning, its message (when it has text or no call), its calls.
+json output_items(const ResponseMeta& meta, const ChatReplyReader& reader, const char* status) {
+  json items = json::array();
+  if (!reader.reasoning().empty()) items.push_back(reasoning_item(random_id("rs_", 32), reader.reasoning()));
+  const auto calls = reader.calls();
+  if (!reader.content().empty() || calls.empty()) items.push_back(output_message(meta, reader.content(), status));
+  for (const auto& c : calls)
+    items.push_back(function_call_item(random_id("fc_", 32), c.id, c.name, c.arguments, "completed"));
+  return items;
+}
+
+// A streamed response whose items are only known as they come (tools): each delta of the reply opens or
+// continues an item; function calls stream their arguments (response.function_call_arguments.delta/.done).
+class ResponseItemsSse final : public SseFormatter {
+ public:
+  ResponseItemsSse(ResponseMeta meta, Keeper keeper, std::unique_ptr<ChatReplyReader> reader)
+      : meta_(std::move(meta)), keeper_(std::move(keeper)), reader_(std::move(reader)) {}
+  std::string opening() override {
+    const auto in_progress = response_object(meta_, "in_progress", json::array(), nullptr);
+    return event("response.created", {{"response", in_progress}}) +
+           event("response.in_progress", {{"response", in_progress}});
+  }
+  std::string text(const std::string& piece) override { return deltas(reader_->feed(piece)); }
+  std::string closing(const std::string&, const GenerationResult& r) override {
+    std::string out = deltas(reader_->finish());
+    out += close_item();
+    const auto status = r.finish == FinishReason::Length ? "incomplete" : "completed";
+    const auto response = finished_response_items(meta_, output_items(meta_, *reader_, status), r);
+    keeper_.keep(meta_.id, response, answer_message(*reader_));
+    return out + event(std::string_view(status) == "completed" ? "response.completed" : "response.incomplete",
+                       {{"response", response}});
+  }
+  std::string failure(const std::string& message) override {
+    return event("error", {{"code", "server_error"}, {"message", message}, {"param", nullptr}}) + "data: [DONE]\n\n";
+  }
+
+ private:
+  std::string event(const char* type, json payload) {
+    payload["type"] = type;
+    payload["sequence_number"] = sequence_++;
+    return sse_event(type, payload);
+  }
+  std::string close_item() {
+    std::string out;
+    if (kind_ == "message") {
+      out += event("response.output_text.done", {{"item_id", meta_.message_id}, {"output_index", index_},
+                                                 {"content_index", 0}, {"text", text_}, {"logprobs", json::array()}});
+      out += event("response.content_part.done", {{"item_id", meta_.message_id}, {"output_index", index_},
+                                                  {"content_index", 0}, {"part", output_text_part(text_)}});
+      out += event("response.output_item.done", {{"output_index", index_}, {"item", output_message(meta_, text_, "completed")}});
+    } else if (kind_ == "reasoning") {
+      out += event("response.reasoning_text.done",
+                   {{"item_id", item_id_}, {"output_index", index_}, {"content_index", 0}, {"text", text_}});
+      out += event("response.output_item.done", {{"output_index", index_}, {"item", reasoning_item(item_id_, text_)}});
+    } else if (kind_ == "function_call") {
+      out += event("response.function_call_arguments.done",
+                   {{"item_id", item_id_}, {"output_index", index_}, {"arguments", text_}});
+      out += event("response.output_item.done",
+                   {{"output_index", index_},
+                    {"item", function_call_item(item_id_, call_id_, name_, text_, "completed")}});
+    }
+    kind_.clear();
+    text_.clear();
+    return out;
+  }
+  std::string open_item(const char* kind, json item) {
+    std::string out = close_item();
+    kind_ = kind;
+    ++index_;
+    out += event("response.output_item.added", {{"output_index", index_}, {"item", std::move(item)}});
+    return out;
+  }
+  std::string deltas(const std::vector<json>& list) {
+    std::string out;
+    for (const auto& d : list) {
+      if (d.contains("reasoning_content")) {
+        if (kind_ != "reasoning") {
+          item_id_ = random_id("rs_", 32);
+          out += open_item("reasoning", {{"type", "reasoning"}, {"id", item_id_}, {"summary", json::array()}, {"content", json::array()}});
+        }
+        text_ += d["reasoning_content"].get<std::string>();
+        out += event("response.reasoning_text.delta", {{"item_id", item_id_}, {"output_index", index_},
+                                                       {"content_index", 0}, {"delta", d["reasoning_content"]}});
+      } else if (d.contains("content")) {
+        if (d["content"].get<std::string>().empty()) continue;
+        if (kind_ != "message") {
+          out += open_item("message", output_message(meta_, "", "in_progress", false));
+          out += event("response.content_part.added", {{"item_id", meta_.message_id}, {"output_index", index_},
+                                                        {"content_index", 0}, {"part", output_text_part("")}});
+        }
+        text_ += d["content"].get<std::string>();
+        out += event("response.output_text.delta", {{"item_id", meta_.message_id}, {"output_index", index_},
+                                                    {"content_index", 0}, {"delta", d["content"]},
+                                                    {"logprobs", json::array()}});
+      } else if (d.contains("tool_calls")) {
+        const auto& call = d["tool_calls"][0];
+        if (call.contains("id")) {
+          item_id_ = random_id("fc_", 32);
+          call_id_ = call["id"].get<std::string>();
+          name_ = call["function"]["name"].get<std::string>();
+          out += open_item("function_call", function_call_item(item_id_, call_id_, name_, "", "in_progress"));
+        } else if (kind_ == "function_call") {
+          text_ += call["function"]["arguments"].get<std::string>();
+          out += event("response.function_call_arguments.delta",
+                       {{"item_id", item_id_}, {"output_index", index_}, {"delta", call["function"]["arguments"]}});
+        }
+      }
+    }
+    return out;
+  }
+
+  ResponseMeta meta_;
+  Keeper keeper_;
+  std::unique_ptr<ChatReplyReader> reader_;
+  std::int64_t sequence_ = 0;
+  int index_ = -1;
+  std::string kind_, text_, item_id_, call_id_, name_;
 };
 
 ApiError response_not_found(const std::string& id) {
@@ -62,7 +198,6 @@ void handle_create_response(ApiContext& ctx, const httplib::Request& req, httpli
   const auto body = parse_json_body(req.body);
   const auto request = parse_responses_request(body);
   const auto model = ctx.check_model(request.model);
-  auto& service = ctx.service();
 
   nlohmann::ordered_json conversation = nlohmann::ordered_json::array();
   if (request.previous_response_id) {
@@ -74,12 +209,33 @@ void handle_create_response(ApiContext& ctx, const httplib::Request& req, httpli
   }
   for (const auto& m : request.input) conversation.push_back(m);
 
-  ChatInput input;
-  if (request.instructions) input.messages.push_back({{"role", "system"}, {"content", *request.instructions}});
-  for (const auto& m : conversation) input.messages.push_back(m);
-  input.add_generation_prompt = true;
-  input.kwargs = request.template_kwargs;
-  auto plan = plan_generation(service, ctx.options(), chat_prompt(service, input, "input"), request.sampling, "input");
+  // Each tool output answers a call made earlier in the conversation.
+  {
+    std::set<std::string> ids;
+    const std::size_t first_input = conversation.size() - request.input.size();
+    for (std::size_t k = 0; k < conversation.size(); ++k) {
+      const auto& m = conversation[k];
+      if (m.contains("tool_calls"))
+        for (const auto& c : m["tool_calls"]) ids.insert(c.value("id", ""));
+      if (m.value("role", "") == "tool" && !ids.count(m.value("tool_call_id", ""))) {
+        const auto i = k >= first_input ? request.input_index[k - first_input] : 0;
+        throw invalid_request(fmt::format("Invalid 'input[{}].call_id': '{}' answers no function call of this "
+                                          "conversation.",
+                                          i, m.value("tool_call_id", "")),
+                              fmt::format("input[{}].call_id", i), "invalid_value");
+      }
+    }
+  }
+  ChatRequest chat;
+  if (request.instructions) chat.messages.push_back({{"role", "system"}, {"content", *request.instructions}});
+  for (const auto& m : conversation) chat.messages.push_back(m);
+  chat.add_generation_prompt = true;
+  chat.template_kwargs = request.template_kwargs;
+  chat.sampling = request.sampling;
+  chat.tools = request.tools;
+  auto setup = prepare_chat(ctx, chat, "input");
+  auto reader = setup.reader(chat);
+  auto& plan = setup.generation;
 
   ResponseMeta meta;
   meta.id = random_id("resp_", 32);
@@ -98,13 +254,20 @@ void handle_create_response(ApiContext& ctx, const httplib::Request& req, httpli
   Keeper keeper(ctx, request.store, std::move(conversation));
   auto generation = std::make_shared<Generation>(ctx, req, std::move(plan));
   if (request.stream) {
-    send_stream(res, std::move(generation), std::make_unique<ResponsesSse>(std::move(meta), std::move(keeper)));
+    if (request.tools.active())
+      send_stream(res, std::move(generation),
+                  std::make_unique<ResponseItemsSse>(std::move(meta), std::move(keeper), std::move(reader)));
+    else
+      send_stream(res, std::move(generation), std::make_unique<ResponsesSse>(std::move(meta), std::move(keeper)));
     return;
   }
   const auto done = generation->collect();
   check_finished(done.result);
-  const auto response = finished_response(meta, done.text, done.result);
-  keeper.keep(meta.id, response, done.text);
+  reader->feed(done.text);
+  reader->finish();
+  const char* status = done.result.finish == FinishReason::Length ? "incomplete" : "completed";
+  const auto response = finished_response_items(meta, output_items(meta, *reader, status), done.result);
+  keeper.keep(meta.id, response, answer_message(*reader));
   send_json(res, 200, response);
 }
 

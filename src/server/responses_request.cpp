@@ -9,16 +9,42 @@ namespace tf::server {
 
 namespace {
 
-nlohmann::ordered_json input_message(const nlohmann::ordered_json& item, const std::string& param) {
+using json = nlohmann::ordered_json;
+
+// One input item into `messages` (see ResponsesRequest::input).
+void add_input_item(const json& item, const std::string& param, json& messages) {
   if (!item.is_object())
     throw invalid_request(fmt::format("Invalid type for '{}': expected an input item object, but got {} instead.",
                                       param, json_type_name(item)),
                           param, "invalid_type");
   const JsonFields f(item, param + ".");
   const auto type = f.string("type").value_or("message");
+  if (type == "reasoning") return;
+  if (type == "function_call") {
+    const auto call_id = f.string("call_id"), name = f.string("name"), arguments = f.string("arguments");
+    for (const auto& [value, field] : {std::pair{&call_id, "call_id"}, {&name, "name"}, {&arguments, "arguments"}})
+      if (!*value)
+        throw invalid_request(fmt::format("Missing required parameter: '{}.{}'.", param, field), param + "." + field);
+    json call = {{"id", *call_id}, {"type", "function"}, {"function", {{"name", *name}, {"arguments", *arguments}}}};
+    if (!messages.empty() && messages.back()["role"] == "assistant" && messages.back().contains("tool_calls"))
+      messages.back()["tool_calls"].push_back(std::move(call));
+    else
+      messages.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", json::array({std::move(call)})}});
+    return;
+  }
+  if (type == "function_call_output") {
+    const auto call_id = f.string("call_id");
+    if (!call_id) throw invalid_request(fmt::format("Missing required parameter: '{}.call_id'.", param), param + ".call_id");
+    const auto* output = f.get("output");
+    if (!output) throw invalid_request(fmt::format("Missing required parameter: '{}.output'.", param), param + ".output");
+    messages.push_back({{"role", "tool"},
+                        {"tool_call_id", *call_id},
+                        {"content", message_text(*output, param + ".output", {"input_text", "output_text", "text"})}});
+    return;
+  }
   if (type != "message")
-    throw unsupported(fmt::format("Input items of type '{}' are not supported by this server (message items "
-                                  "only).",
+    throw unsupported(fmt::format("Input items of type '{}' are not supported by this server (message, "
+                                  "function_call, function_call_output and reasoning items).",
                                   type),
                       param + ".type");
   const auto role = f.string("role");
@@ -31,8 +57,34 @@ nlohmann::ordered_json input_message(const nlohmann::ordered_json& item, const s
   const auto* content = f.get("content");
   if (!content)
     throw invalid_request(fmt::format("Missing required parameter: '{}.content'.", param), param + ".content");
-  return {{"role", *role == "developer" ? "system" : *role},
-          {"content", message_text(*content, param + ".content", {"input_text", "output_text", "text"})}};
+  messages.push_back({{"role", *role == "developer" ? "system" : *role},
+                      {"content", message_text(*content, param + ".content", {"input_text", "output_text", "text"})}});
+}
+
+// The Responses API's flat function tools as chat completions' tools, for parse_tool_settings.
+json chat_tools_body(const JsonFields& f) {
+  json body = json::object();
+  if (const auto* tools = f.array("tools")) {
+    json list = json::array();
+    for (std::size_t i = 0; i < tools->size(); ++i) {
+      const auto& t = (*tools)[i];
+      if (!t.is_object() || t.value("type", "") != "function")
+        throw unsupported(fmt::format("'tools[{}]': only function tools are supported by this server.", i), "tools");
+      json function = json::object();
+      for (const char* key : {"name", "description", "parameters"})
+        if (t.contains(key) && !t[key].is_null()) function[key] = t[key];
+      list.push_back({{"type", "function"}, {"function", std::move(function)}});
+    }
+    body["tools"] = std::move(list);
+  }
+  if (const auto* choice = f.get("tool_choice")) {
+    if (choice->is_object() && choice->value("type", "") == "function")
+      body["tool_choice"] = {{"type", "function"}, {"function", {{"name", choice->value("name", json())}}}};
+    else
+      body["tool_choice"] = *choice;
+  }
+  if (const auto* p = f.get("parallel_tool_calls")) body["parallel_tool_calls"] = *p;
+  return body;
 }
 
 }  // namespace
@@ -45,11 +97,14 @@ ResponsesRequest parse_responses_request(const nlohmann::ordered_json& body) {
   if (!input) throw invalid_request("Missing required parameter: 'input'.", "input");
   if (input->is_string()) {
     r.input.push_back({{"role", "user"}, {"content", input->get<std::string>()}});
+    r.input_index.push_back(0);
   } else if (input->is_array()) {
     if (input->empty())
       throw invalid_request("Invalid 'input': expected a non-empty list of input items.", "input", "invalid_value");
-    for (std::size_t i = 0; i < input->size(); ++i)
-      r.input.push_back(input_message((*input)[i], fmt::format("input[{}]", i)));
+    for (std::size_t i = 0; i < input->size(); ++i) {
+      add_input_item((*input)[i], fmt::format("input[{}]", i), r.input);
+      r.input_index.resize(r.input.size(), i);
+    }
   } else {
     throw invalid_request(fmt::format("Invalid type for 'input': expected a string or a list of input items, but "
                                       "got {} instead.",
@@ -75,12 +130,17 @@ ResponsesRequest parse_responses_request(const nlohmann::ordered_json& body) {
   }
   if (const auto* kw = f.object("chat_template_kwargs")) r.template_kwargs = *kw;
 
-  if (const auto* tools = f.array("tools"); tools && !tools->empty())
-    throw unsupported("'tools' are not supported on /v1/responses by this server yet.", "tools");
-  if (const auto* choice = f.get("tool_choice");
-      choice && !(choice->is_string() && (*choice == "auto" || *choice == "none")))
-    throw unsupported("'tool_choice' other than \"auto\" or \"none\" is not supported by this server.",
-                      "tool_choice");
+  const auto tools_body = chat_tools_body(f);
+  try {
+    r.tools = parse_tool_settings(JsonFields(tools_body));
+  } catch (const ApiError& e) {
+    // Name the Responses API's own field: tools[i].name, not tools[i].function.name.
+    auto param = e.param();
+    if (param && param->find(".function.") != std::string::npos)
+      param = param->substr(0, param->find(".function.")) + "." + param->substr(param->find(".function.") + 10);
+    if (param == "tool_choice.function.name") param = "tool_choice.name";
+    throw ApiError(e.status(), e.type(), e.what(), param, e.code());
+  }
   f.refuse_if_set("background", "responses run in the foreground.");
   f.refuse_if_set("include", "no additional output data is available.");
   f.refuse_if_set("conversation", "use previous_response_id to continue a conversation.");

@@ -5,13 +5,16 @@
 #include <string>
 
 #include "server/sampling_fields.h"
+#include "server/tool_fields.h"
 
 namespace tf::server {
 
 struct ResponsesRequest {
   std::optional<std::string> model;
   // `input` as chat messages (see ChatRequest::messages): a string becomes one user message; message items
-  // with input_text / output_text content become messages of their role.
+  // with input_text / output_text content become messages of their role; function_call items become an
+  // assistant message's tool_calls (consecutive ones, one message), function_call_output items tool messages;
+  // reasoning items are dropped (templates do not take earlier reasoning back).
   nlohmann::ordered_json input = nlohmann::ordered_json::array();
   std::optional<std::string> instructions;  // a system message ahead of the conversation; never carried over
   SamplingFields sampling;  // max_output_tokens; extensions: top_k, min_p, seed, stop, draft
@@ -21,6 +24,11 @@ struct ResponsesRequest {
   nlohmann::ordered_json metadata;  // null or an object of at most 16 string values
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
   std::optional<std::string> user;
+  // tools ({"type": "function", "name", "description", "parameters"}), tool_choice ("auto", "none", "required",
+  // {"type": "function", "name"}), parallel_tool_calls: read as chat completions reads them.
+  ToolSettings tools;
+  // The input item each message came from (input[i]), for errors about the tool turns.
+  std::vector<std::size_t> input_index;
 };
 
 ResponsesRequest parse_responses_request(const nlohmann::ordered_json& body);

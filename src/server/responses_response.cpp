@@ -50,12 +50,30 @@ nlohmann::ordered_json response_object(const ResponseMeta& meta, const char* sta
   return j;
 }
 
-nlohmann::ordered_json finished_response(const ResponseMeta& meta, const std::string& text, const GenerationResult& result) {
+nlohmann::ordered_json finished_response_items(const ResponseMeta& meta, nlohmann::ordered_json output,
+                                               const GenerationResult& result) {
   const bool incomplete = result.finish == FinishReason::Length;
   const char* status = incomplete ? "incomplete" : "completed";
-  return response_object(meta, status, nlohmann::ordered_json::array({output_message(meta, text, status)}),
-                         responses_usage(result),
+  return response_object(meta, status, std::move(output), responses_usage(result),
                          incomplete ? nlohmann::ordered_json{{"reason", "max_output_tokens"}} : nlohmann::ordered_json(nullptr));
+}
+
+nlohmann::ordered_json finished_response(const ResponseMeta& meta, const std::string& text, const GenerationResult& result) {
+  const char* status = result.finish == FinishReason::Length ? "incomplete" : "completed";
+  return finished_response_items(meta, nlohmann::ordered_json::array({output_message(meta, text, status)}), result);
+}
+
+nlohmann::ordered_json function_call_item(const std::string& id, const std::string& call_id, const std::string& name,
+                                          const std::string& arguments, const char* status) {
+  return {{"type", "function_call"}, {"id", id},           {"call_id", call_id},
+          {"name", name},            {"arguments", arguments}, {"status", status}};
+}
+
+nlohmann::ordered_json reasoning_item(const std::string& id, const std::string& text) {
+  return {{"type", "reasoning"},
+          {"id", id},
+          {"summary", nlohmann::ordered_json::array()},
+          {"content", nlohmann::ordered_json::array({{{"type", "reasoning_text"}, {"text", text}}})}};
 }
 
 std::string ResponseEvents::event(const char* type, nlohmann::ordered_json payload) {

@@ -34,6 +34,14 @@ nlohmann::ordered_json response_object(const ResponseMeta& meta, const char* sta
                                nlohmann::ordered_json error = nullptr);
 // The finished response: "completed", or "incomplete" with reason max_output_tokens when the limit stopped it.
 nlohmann::ordered_json finished_response(const ResponseMeta& meta, const std::string& text, const GenerationResult& result);
+// The same with the output items given (reasoning, message, function_call items).
+nlohmann::ordered_json finished_response_items(const ResponseMeta& meta, nlohmann::ordered_json output,
+                                               const GenerationResult& result);
+// A function_call output item (id fc_…, the call's call_id, name, arguments as JSON text).
+nlohmann::ordered_json function_call_item(const std::string& id, const std::string& call_id, const std::string& name,
+                                          const std::string& arguments, const char* status);
+// A reasoning output item with its text as one reasoning_text part.
+nlohmann::ordered_json reasoning_item(const std::string& id, const std::string& text);
 
 // Formats the stream of one response: every event carries "type" and an increasing "sequence_number".
 class ResponseEvents {

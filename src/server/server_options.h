@@ -2,6 +2,7 @@
 // How `tensorfold serve` configured the HTTP API.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ struct ServerOptions {
   // Connections served at once until HttpServer::set_engine_capacity() (while the model loads, only /health
   // and 503s are answered).
   std::size_t connection_threads = 16;
+  // --reasoning on|off: enable_thinking for chat requests that do not set it (unset: the template decides).
+  std::optional<bool> reasoning;
+  // --reasoning-budget: reasoning tokens before the block is closed (0: none); thinking_budget overrides it.
+  std::int64_t reasoning_budget = 0;
 };
 
 }  // namespace tf::server

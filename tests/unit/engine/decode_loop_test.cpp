@@ -10,7 +10,9 @@
 #include "engine/keyed_noise.h"
 #include "fake_logits.h"
 #include "engine/sampler.h"
+#include "engine/token_constraint.h"
 #include "families/model.h"
+#include "text/tool_calls/json_scanner.h"
 
 namespace tf {
 namespace {
@@ -97,7 +99,8 @@ struct Outcome {
 
 Outcome run_decode(const SamplingParams& sp, int max_drafts, DraftSource* drafter, std::int64_t budget,
         std::vector<std::int32_t> eos = {}, bool full_windows = false, bool greedy_ids = false,
-        int* greedy_calls = nullptr, std::vector<bool>* ahead_flags = nullptr) {
+        int* greedy_calls = nullptr, std::vector<bool>* ahead_flags = nullptr,
+        const TokenConstraint* constraint = nullptr) {
   FakeModel model;
   model.greedy_ids = greedy_ids;
   auto state = model.new_state();
@@ -111,6 +114,7 @@ Outcome run_decode(const SamplingParams& sp, int max_drafts, DraftSource* drafte
   s.eos = eos;
   s.max_drafts = max_drafts;
   s.full_windows = full_windows;
+  s.constraint = constraint;
   Outcome r;
   r.finish = decode_stream(model, *state, logits, history, s, drafter, [&](std::int32_t t) {
     r.tokens.push_back(t);
@@ -195,6 +199,142 @@ TEST(DecodeLoop, DraftedEqualsSerialWithPlantedErrorsAtEveryTemperature) {
       }
     }
   }
+}
+
+// A constraint that depends on everything generated before a row: token t may follow `generated` only when
+// (t + its length + the sum of its tokens) % 4 == 0.
+class PrefixRule final : public TokenConstraint {
+ public:
+  static bool allows(std::span<const std::int32_t> generated, std::int32_t t) {
+    std::int64_t sum = 0;
+    for (const auto g : generated) sum += g;
+    return (t + static_cast<std::int64_t>(generated.size()) + sum) % 4 == 0;
+  }
+  void mask(std::span<const std::int32_t> generated, std::span<float> logits) const override {
+    for (std::size_t t = 0; t < logits.size(); ++t)
+      if (!allows(generated, static_cast<std::int32_t>(t))) logits[t] = -INFINITY;
+  }
+};
+
+// A constrained stream emits only allowed tokens, and drafting (verify rows masked by their own prefixes) and
+// backend greedy ids (which a constraint turns off) give exactly the serial tokens.
+TEST(DecodeLoop, AConstraintMasksEveryRowAndDraftedStillEqualsSerial) {
+  const PrefixRule rule;
+  for (float temperature : {0.0f, 0.8f}) {
+    SamplingParams sp;
+    sp.temperature = temperature;
+    const Outcome serial = run_decode(sp, 0, nullptr, 40, {}, false, false, nullptr, nullptr, &rule);
+    ASSERT_EQ(serial.tokens.size(), 40u);
+    for (std::size_t i = 0; i < serial.tokens.size(); ++i)
+      ASSERT_TRUE(PrefixRule::allows(std::span<const std::int32_t>(serial.tokens).first(i), serial.tokens[i])) << i;
+    const Outcome free = run_decode(sp, 0, nullptr, 40);
+    EXPECT_NE(free.tokens, serial.tokens);
+    for (int error_every : {0, 1, 3})
+      for (bool full : {false, true}) {
+        OracleDrafter d(serial.tokens, 8, error_every);
+        const Outcome drafted = run_decode(sp, 6, &d, 40, {}, full, false, nullptr, nullptr, &rule);
+        EXPECT_EQ(drafted.tokens, serial.tokens) << "T " << temperature << " errors every " << error_every;
+        if (error_every == 0) {
+          EXPECT_GT(drafted.counters.accepted, 0);
+        }
+      }
+    int calls = 0;
+    const Outcome ids = run_decode(sp, 0, nullptr, 40, {}, false, true, &calls, nullptr, &rule);
+    EXPECT_EQ(ids.tokens, serial.tokens);
+    EXPECT_EQ(calls, 0) << "a constrained stream took greedy ids from the backend";
+  }
+}
+
+// The tool-call constraint over a toy vocabulary: every reply is an opening, a JSON object and the closing,
+// then EOS; drafted equals serial.
+TEST(DecodeLoop, TheCallConstraintHoldsRepliesToTheCallSyntax) {
+  auto texts = std::make_shared<TokenTexts>();
+  const char* words[] = {"<a>", "<b>", "<", "a", ">", "{", "}", "[", "]", "\"k\"", "\"", "x", ":", ",", " ", "1",
+                         "-", "true", "nul", "l", "!", "!!", "{\"", "}!", "q", "<a>{", "\n", "0", "e", ".", "2", "EOS"};
+  for (const char* w : words) texts->push_back(w);
+  ASSERT_EQ(texts->size(), static_cast<std::size_t>(kVocab));
+  const std::int32_t eos = kVocab - 1;
+  CallGrammar grammar{{"<a>", "<b>"}, true, "!", "", {}};
+  const auto constraint = make_call_constraint(texts, grammar, {eos});
+  int completed = 0;
+  for (float temperature : {0.0f, 0.9f, 1.5f}) {
+    SamplingParams sp;
+    sp.temperature = temperature;
+    const Outcome serial = run_decode(sp, 0, nullptr, 60, {eos}, false, false, nullptr, nullptr, constraint.get());
+    std::string text;
+    for (const auto t : serial.tokens) text += (*texts)[static_cast<std::size_t>(t)];
+    const auto start = text.find_first_not_of(" \n");  // blank lines may come before the call
+    ASSERT_NE(start, std::string::npos) << text;
+    ASSERT_TRUE(text.compare(start, 3, "<a>") == 0 || text.compare(start, 3, "<b>") == 0) << text;
+    tools::JsonScanner json(true);
+    std::size_t i = start + 3;
+    for (; i < text.size() && json.status() == tools::JsonScanner::Status::More; ++i)
+      ASSERT_NE(json.feed(text[i]), tools::JsonScanner::Status::Error) << text;
+    if (serial.finish == FinishReason::Stop) {
+      ++completed;
+      EXPECT_EQ(text.substr(i), "!") << text;
+    }
+    for (int error_every : {0, 2}) {
+      OracleDrafter d(serial.tokens, 8, error_every);
+      const Outcome drafted = run_decode(sp, 6, &d, 60, {eos}, true, false, nullptr, nullptr, constraint.get());
+      EXPECT_EQ(drafted.tokens, serial.tokens) << "T " << temperature;
+      EXPECT_EQ(drafted.finish, serial.finish);
+    }
+  }
+  EXPECT_GT(completed, 0) << "no reply completed its call";
+}
+
+// With the tool's keys given, a top-level argument key must be one of them, byte by byte.
+TEST(DecodeLoop, TheCallConstraintHoldsArgumentKeysToTheSchema) {
+  auto texts = std::make_shared<TokenTexts>(TokenTexts{"<a>", "{", "\"", "k", "x", "\"k\"", "\"x\"", ":", "1", "}", "!",
+                                                       "EOS"});
+  const auto c = make_call_constraint(texts, {{"<a>"}, true, "!", "", {std::vector<std::string>{"k"}}}, {11});
+  const auto allowed = [&](std::vector<std::int32_t> generated) {
+    std::vector<float> logits(texts->size(), 0.0f);
+    c->mask(generated, logits);
+    std::vector<int> ok;
+    for (std::size_t i = 0; i < logits.size(); ++i)
+      if (logits[i] == 0.0f) ok.push_back(static_cast<int>(i));
+    return ok;
+  };
+  EXPECT_EQ(allowed({}), (std::vector<int>{0}));
+  EXPECT_EQ(allowed({0, 1}), (std::vector<int>{2, 5, 9}));  // '"' starts a key, "k" is one, '}' ends: not "x"
+  EXPECT_EQ(allowed({0, 1, 2}), (std::vector<int>{3}));     // only k (an empty key is not one)
+  EXPECT_EQ(allowed({0, 1, 5}), (std::vector<int>{7}));
+  EXPECT_EQ(allowed({0, 1, 5, 7, 8, 9}), (std::vector<int>{10}));
+  EXPECT_EQ(allowed({0, 1, 9, 10}), (std::vector<int>{11}));  // complete: only the end
+}
+
+// The reasoning budget: the block holds exactly `budget` tokens, then the close is forced; drafted equals
+// serial; a reply that does not open a block is not touched.
+TEST(DecodeLoop, TheReasoningBudgetClosesTheBlockAfterExactlyItsTokens) {
+  auto texts = std::make_shared<TokenTexts>();
+  // Every byte of the forced text is a token, as in byte-level and byte-fallback vocabularies.
+  for (int i = 0; i < kVocab - 7; ++i) texts->push_back(std::string(1, static_cast<char>('a' + i)));
+  for (const char* w : {"\n", "<", "/", ">", "</", "t>", "\n\n"}) texts->push_back(w);
+  for (const std::int64_t budget : {1, 5, 12}) {
+    const auto constraint = make_reasoning_budget(texts, {budget, true, "<t>", "</t>"});
+    for (float temperature : {0.0f, 1.0f}) {
+      SamplingParams sp;
+      sp.temperature = temperature;
+      const Outcome serial = run_decode(sp, 0, nullptr, 30, {}, false, false, nullptr, nullptr, constraint.get());
+      std::string before, after;
+      for (std::size_t i = 0; i < serial.tokens.size(); ++i)
+        (static_cast<std::int64_t>(i) < budget ? before : after) += (*texts)[static_cast<std::size_t>(serial.tokens[i])];
+      if (before.find("</t>") == std::string::npos) {
+        EXPECT_EQ(after.substr(0, 7), "\n</t>\n\n") << "budget " << budget << ": " << before << "|" << after;
+      }
+      OracleDrafter d(serial.tokens, 8, 3);
+      const Outcome drafted = run_decode(sp, 6, &d, 30, {}, true, false, nullptr, nullptr, constraint.get());
+      EXPECT_EQ(drafted.tokens, serial.tokens) << "budget " << budget << " T " << temperature;
+    }
+  }
+  // starts_open false and a reply that does not start with the open marker: no mask at all.
+  const auto unopened = make_reasoning_budget(texts, {1, false, "<t>", "</t>"});
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  EXPECT_EQ(run_decode(greedy, 0, nullptr, 20, {}, false, false, nullptr, nullptr, unopened.get()).tokens,
+            run_decode(greedy, 0, nullptr, 20).tokens);
 }
 
 TEST(DecodeLoop, StopsOnEosInsideAnAcceptedWindowWithoutEmittingIt) {

@@ -43,11 +43,37 @@ class FakeService : public InferenceService {
     last_rendered = text;
     return text;
   }
+  std::string chat_template_source(const ChatInput&) const override { return template_source; }
+  // Records the grammar; masks nothing (the fake's replies are canned).
+  std::shared_ptr<const TokenConstraint> call_constraint(CallGrammar grammar) const override {
+    struct Unmasked final : TokenConstraint {
+      void mask(std::span<const std::int32_t>, std::span<float>) const override {}
+    };
+    last_grammar = std::move(grammar);
+    return std::make_shared<Unmasked>();
+  }
+  std::shared_ptr<const TokenConstraint> reasoning_budget(ReasoningBudget budget) const override {
+    struct Unmasked final : TokenConstraint {
+      void mask(std::span<const std::int32_t>, std::span<float>) const override {}
+    };
+    last_budget = std::move(budget);
+    return std::make_shared<Unmasked>();
+  }
   std::vector<std::int32_t> tokenize(const std::string& text, bool add_special) const override {
     std::vector<std::int32_t> ids;
     if (add_special) ids.push_back(1);
     for (unsigned char c : text) ids.push_back(c);
     return ids;
+  }
+  std::string detokenize(std::span<const std::int32_t> ids) const override {
+    std::string text;
+    for (const auto id : ids) text += static_cast<char>(id);
+    return text;
+  }
+  std::vector<std::string> token_strings(std::span<const std::int32_t> ids) const override {
+    std::vector<std::string> out;
+    for (const auto id : ids) out.push_back(std::string(1, static_cast<char>(id)));
+    return out;
   }
   EngineStats stats() const override {
     EngineStats s = stats_to_report;
@@ -102,6 +128,10 @@ class FakeService : public InferenceService {
   }
 
   mutable std::string last_rendered;
+  mutable CallGrammar last_grammar;
+  mutable std::optional<ReasoningBudget> last_budget;
+  // The template text reported to the server: no tool markers (the server describes tools itself).
+  std::string template_source = "{% for m in messages %}{{ m.content }}{% endfor %}";
 
  private:
   std::vector<GenerationRequest> requests;

@@ -129,7 +129,8 @@ TEST(ChatRequest, ContentPartsAreJoinedAndDeveloperIsSystem) {
         {{{"role", "developer"}, {"content", "be brief"}},
          {{"role", "user"},
           {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}},
-         {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({{{"id", "c1"}}})}},
+         {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({{{"id", "c1"}, {"type", "function"},
+                                                                     {"function", {{"name", "f"}, {"arguments", "{}"}}}}})}},
          {{"role", "tool"}, {"content", "42"}, {"tool_call_id", "c1"}}}}});
   EXPECT_EQ(r.messages[0]["role"], "system");
   EXPECT_EQ(r.messages[1]["content"], "a\nb");
@@ -210,8 +211,10 @@ TEST(ChatRequest, AcceptsHarmlessDefaults) {
                                            {"response_format", {{"type", "text"}}}, {"tool_choice", "auto"},
                                            {"stop", json::array()}, {"top_k", -1}, {"seed", -5}})));
   EXPECT_EQ(*parse_chat_request(chat({{"top_k", -1}})).sampling.top_k, 0);
-  const auto none = parse_chat_request(chat({{"tools", {{{"type", "function"}}}}, {"tool_choice", "none"}}));
-  EXPECT_TRUE(none.tools.is_null());
+  const auto none = parse_chat_request(
+      chat({{"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}}, {"tool_choice", "none"}}));
+  EXPECT_EQ(none.tools.specs.size(), 1u);
+  EXPECT_FALSE(none.tools.active());
 }
 
 TEST(ChatRequest, StopListUpToSixteen) {
@@ -290,7 +293,7 @@ TEST(ResponsesRequest, RefusesWhatItCannotServe) {
       {json::object(), "input"},
       {{{"input", 3}}, "input"},
       {{{"input", json::array()}}, "input"},
-      {{{"input", {{{"type", "function_call_output"}, {"call_id", "c"}}}}}, "input[0].type"},
+      {{{"input", {{{"type", "function_call_output"}, {"call_id", "c"}}}}}, "input[0].output"},
       {{{"input", {{{"role", "user"}, {"content", {{{"type", "input_image"}, {"image_url", "x"}}}}}}}},
        "input[0].content[0].type"},
       {{{"input", {{{"role", "tool"}, {"content", "x"}}}}}, "input[0].role"},

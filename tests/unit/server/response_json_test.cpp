@@ -70,7 +70,8 @@ TEST(Usage, CompletionAndResponsesShapes) {
 }
 
 TEST(ChatResponse, Completion) {
-  const auto j = chat_completion(kMeta, "Hello", result(FinishReason::Stop, 4, 2));
+  const auto j = chat_completion(kMeta, {{"role", "assistant"}, {"content", "Hello"}}, "stop",
+                                 result(FinishReason::Stop, 4, 2));
   EXPECT_EQ(j["id"], "chatcmpl-1");
   EXPECT_EQ(j["object"], "chat.completion");
   EXPECT_EQ(j["created"], 1700000000);

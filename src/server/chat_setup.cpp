@@ -1,0 +1,34 @@
+#include "server/chat_setup.h"
+
+namespace tf::server {
+
+ChatSetup prepare_chat(ApiContext& ctx, const ChatRequest& request, const std::string& param) {
+  auto& service = ctx.service();
+  ChatSetup s;
+  ChatInput input;
+  input.messages = request.messages;
+  input.add_generation_prompt = request.add_generation_prompt;
+  input.kwargs = request.template_kwargs;
+  if (ctx.options().reasoning && !input.kwargs.contains("enable_thinking"))
+    input.kwargs["enable_thinking"] = *ctx.options().reasoning;
+  s.tools = plan_tools(service, request.tools, input);
+  const std::string prompt_text = render_chat_prompt(service, input, param);
+  s.reasoning.split = true;
+  s.reasoning.markers = tools::detect_reasoning_markers(service.chat_template_source(input));
+  s.reasoning.start_inside = tools::prompt_opens_reasoning(prompt_text, s.reasoning.markers);
+  s.generation = plan_generation(service, ctx.options(), service.tokenize(prompt_text, /*add_special=*/false),
+                                 request.sampling, param);
+  if (s.tools.forced) {
+    // A prompt that opened a reasoning block: the call comes after the block closes.
+    if (s.reasoning.start_inside) s.tools.forced->after = s.reasoning.markers.close;
+    s.generation.constraint = service.call_constraint(*s.tools.forced);
+  }
+  const auto budget = request.thinking_budget.value_or(ctx.options().reasoning_budget);
+  if (budget > 0)
+    s.generation.constraint = both_constraints(
+        s.generation.constraint, service.reasoning_budget({budget, s.reasoning.start_inside, s.reasoning.markers.open,
+                                                           s.reasoning.markers.close}));
+  return s;
+}
+
+}  // namespace tf::server
