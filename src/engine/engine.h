@@ -14,6 +14,7 @@
 #include "engine/engine_stats.h"
 #include "engine/generation.h"
 #include "engine/memory_plan.h"
+#include "engine/row_check.h"
 #include "engine/scheduler.h"
 #include "families/model.h"
 
@@ -41,18 +42,6 @@ struct EngineOptions {
   int parallel = 0;
   double decode_share = 0.5;
   std::size_t max_queue = 64;
-};
-
-// What the load-time row check found: the widest verify window (1 + drafts) whose logits equal serial
-// decoding bit for bit, per tested width.
-struct RowCheckReport {
-  int max_window = 1;
-  std::vector<std::pair<int, bool>> widths;  // (window width, bit-identical)
-  // Wall time of a forward of w rows over one of 1 row, for w = 2..max_window (index w - 2), measured after
-  // the check on a backend whose 1-row forward is fast (empty otherwise: timing would slow startup).
-  std::vector<double> costs;
-  bool shared_checked = false;    // the shared-round check ran
-  std::int64_t shared_rows = 0;   // rows a shared round may hold (0: the check failed or did not run)
 };
 
 class Engine {

@@ -6,7 +6,6 @@
 #include <span>
 #include <vector>
 
-#include "engine/engine.h"
 #include "families/model.h"
 
 namespace tf {

@@ -1,11 +1,23 @@
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace tf {
 
 class Model;
-struct RowCheckReport;
+
+// What the load-time row check found: the widest verify window (1 + drafts) whose logits equal serial
+// decoding bit for bit, per tested width.
+struct RowCheckReport {
+  int max_window = 1;
+  std::vector<std::pair<int, bool>> widths;  // (window width, bit-identical)
+  // Wall time of a forward of w rows over one of 1 row, for w = 2..max_window (index w - 2), measured after
+  // the check on a backend whose 1-row forward is fast (empty otherwise: timing would slow startup).
+  std::vector<double> costs;
+  bool shared_checked = false;    // the shared-round check ran
+  std::int64_t shared_rows = 0;   // rows a shared round may hold (0: the check failed or did not run)
+};
 
 // The load-time row check (ARCHITECTURE §4). Decodes a short sequence serially, then
 //  - feeds the same tokens as verify windows of each width 2..max_window and compares the logits bit for

@@ -10,7 +10,8 @@
 #include <optional>
 #include <vector>
 
-#include "engine/decode_loop.h"
+#include "engine/decode_settings.h"
+#include "engine/generation.h"
 #include "families/model.h"
 
 namespace tf {

@@ -1,8 +1,7 @@
-// Builds the family that serves a checkpoint: servable.cpp says which family serves its GGUF
-// general.architecture or config.json model_type; a new family adds its loader here (and its folder).
+// Which family serves which checkpoint, by GGUF general.architecture or config.json model_type, and the loader
+// that builds it. A new family is one line of kFamilies (and its folder).
 #include <array>
 #include <filesystem>
-#include <string_view>
 
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/gguf.h"
@@ -15,17 +14,46 @@
 namespace tf {
 namespace {
 
-struct FamilyLoader {
-  const char* family;  // our folder under src/families/, as servable.cpp names it
+struct Family {
+  const char* architecture;  // GGUF general.architecture or config.json model_type
+  const char* family;        // our folder under src/families/
   std::unique_ptr<Model> (*load)(const std::string& path, bool is_gguf, Backend& backend);
+  const char* works;         // what serves today (`tensorfold info`, `models`)
 };
 
-constexpr std::array<FamilyLoader, 2> kLoaders{{
-    {"llama", load_llama},
-    {"qwen3_5", load_qwen3_5},
+// The one list of served architectures: load_model() dispatches on it, and `pull`, `serve REPO`, `models` and
+// `info` ask it (servable.h) before any weight is read or downloaded. A new family is one line here.
+constexpr std::array<Family, 3> kFamilies{{
+    {"llama", "llama", load_llama, "serves on MLX and CUDA"},
+    {"qwen3_5", "qwen3_5", load_qwen3_5, "serves on MLX (CUDA not yet; MTP heads not used yet)"},
+    {"qwen3_5_text", "qwen3_5", load_qwen3_5, "serves on MLX (CUDA not yet; MTP heads not used yet)"},
 }};
 
+const Family* find_family(const std::string& architecture) {
+  for (const auto& f : kFamilies)
+    if (architecture == f.architecture) return &f;
+  return nullptr;
+}
+
 }  // namespace
+
+const char* serving_family(const std::string& architecture) {
+  const auto* f = find_family(architecture);
+  return f ? f->family : nullptr;
+}
+
+bool family_serves(const std::string& architecture) { return find_family(architecture) != nullptr; }
+
+std::string serving_summary(const std::string& architecture) {
+  const auto* f = find_family(architecture);
+  return f ? std::string(f->family) + ": " + f->works : "not served yet";
+}
+
+std::vector<std::string> served_architectures() {
+  std::vector<std::string> out;
+  for (const auto& f : kFamilies) out.emplace_back(f.architecture);
+  return out;
+}
 
 std::unique_ptr<Model> load_model(const std::string& path, Backend& backend) {
   std::error_code ec;
@@ -38,9 +66,7 @@ std::unique_ptr<Model> load_model(const std::string& path, Backend& backend) {
     GgufFile f(path);
     arch = f.header().get_string("general.architecture").value_or("");
   }
-  if (const char* family = serving_family(arch))
-    for (const auto& f : kLoaders)
-      if (std::string_view(family) == f.family) return f.load(path, !is_dir, backend);
+  if (const auto* f = find_family(arch)) return f->load(path, !is_dir, backend);
   throw CheckpointError(path, "architecture '" + arch + "' is not served yet (tensorfold models lists the families)");
 }
 

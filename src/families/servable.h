@@ -5,9 +5,8 @@
 namespace tf {
 
 // Which family serves which architecture (GGUF general.architecture or config.json model_type), and what
-// serves today. This is the one list: load_model() in registry.cpp dispatches on it, and `pull`, `serve REPO`,
-// `models` and `info` ask it before any weight is read or downloaded. It lives apart from the families'
-// forward passes so that the hub client can ask without linking them.
+// serves today, from the one list in registry.cpp (which load_model() dispatches on). `pull`, `serve REPO`,
+// `models` and `info` ask it before any weight is read or downloaded.
 
 // Our folder under src/families/ that serves `architecture`, or nullptr.
 const char* serving_family(const std::string& architecture);
