@@ -11,7 +11,7 @@
 #                 cmake -DTENSORFOLD_MLX=OFF -DTENSORFOLD_CUDA=ON -DTENSORFOLD_GPU_TESTS=ON
 #                 -DCMAKE_CUDA_ARCHITECTURES=90a, -j16. The full `tensorfold` binary needs the text libraries'
 #                 headers (pcre2, utf8proc, cpp-httplib); --sysroot DIR adds DIR/include, DIR/lib and
-#                 DIR/lib/pkgconfig for machines without them (scripts/device/prepare-carry.sh makes one).
+#                 DIR/lib/pkgconfig for machines without them (scripts/device/make-sysroot.sh makes one).
 # --model GGUF    the default model (SmolLM2-135M-Instruct Q4_1); without it the golden, serve and real-model
 #                 benchmark steps are skipped (and say so).
 # --wheels DIR    Python wheels to install into a private site dir (the openai SDK, where python3 lacks it).
