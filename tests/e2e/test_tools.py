@@ -125,6 +125,25 @@ def test_parallel_calls_get_distinct_ids_and_indexes(client, server):
     assert len(r.choices[0].message.tool_calls) == 1
 
 
+def test_a_turn_of_parallel_calls_goes_back_with_both_results_and_is_answered(client, server):
+    # Two calls in one assistant turn and their two results, as a client sends them after parallel calls: both
+    # calls and both results reach the prompt the template renders, and the model answers.
+    calls = [{"id": f"call_{city.lower()}", "type": "function",
+              "function": {"name": "get_weather", "arguments": json.dumps({"city": city})}} for city in ("Paris", "Oslo")]
+    history = ASK + [{"role": "assistant", "content": None, "tool_calls": calls}] + [
+        {"role": "tool", "tool_call_id": c["id"], "content": f"{t} C in {city}"}
+        for c, t, city in zip(calls, (18, 4), ("Paris", "Oslo"))]
+    reply = server.raw("POST", "/tokenize", {"messages": history, "tools": TOOLS})
+    assert reply.status == 200, reply.body
+    prompt = server.raw("POST", "/detokenize", {"tokens": reply.json()["tokens"]}).json()["content"]
+    for needle in ('"city":"Paris"', '"city":"Oslo"', "18CinParis", "4CinOslo"):
+        assert needle in prompt.replace(" ", ""), (needle, prompt[-600:])
+    assert prompt.index("18 C in Paris") < prompt.index("4 C in Oslo")
+    answer = client.chat.completions.create(model=server.model_id, messages=history, tools=TOOLS, max_tokens=16,
+                                            temperature=0)
+    assert answer.choices[0].finish_reason in ("stop", "length", "tool_calls")
+
+
 def test_tool_choice_none_answers_in_text(client, server):
     r = client.chat.completions.create(model=server.model_id, messages=ASK, tools=TOOLS, tool_choice="none",
                                        max_tokens=12, temperature=0)
