@@ -1,7 +1,10 @@
 // Prefill and decode speed of a model on a backend, the engine's own forward passes with no HTTP:
 //   tf_model_speed_bench MODEL [PROMPT_TOKENS=512] [DECODE_TOKENS=128] [REPEATS=3]
 // Prefill runs the prompt in the family's chunk grid; decode generates greedily one token per forward.
-// Prints the median of REPEATS runs. Results go to docs/benchmarks.md.
+// Then the cost of a rejected draft: an 8-row verify window cut back to 3 rows (the state's truncate: for a
+// recurrent layer, the pre-window state and a replay of the kept rows), beside a 1-row decode step and a
+// snapshot/restore of the whole state (the other way to undo a window). Prints the median of REPEATS runs.
+// Results go to docs/benchmarks.md.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -37,7 +40,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < prompt_n; ++i) prompt[static_cast<std::size_t>(i)] = 100 + (i * 7919) % 20000;
   tf::SamplingParams greedy;
   greedy.temperature = 0.0f;
-  std::vector<double> prefill, decode;
+  std::vector<double> prefill, decode, truncate_ms, step_ms, snapshot_ms, restore_ms;
+  std::size_t state_bytes = 0, snapshot_bytes = 0;
   for (int r = 0; r < repeats + 1; ++r) {  // the first run warms up and is not counted
     auto state = model->new_state();
     auto t0 = std::chrono::steady_clock::now();
@@ -54,14 +58,42 @@ int main(int argc, char** argv) {
       logits = model->forward(*state, one, 1);
     }
     const double d = seconds_since(t0);
+    // A verify window of 8 rows of which 3 are kept, then the next step from there.
+    std::vector<std::int32_t> window(8);
+    for (int i = 0; i < 8; ++i) window[static_cast<std::size_t>(i)] = 100 + i * 13;
+    model->forward(*state, window, 8);
+    const auto kept = state->length() - 5;
+    t0 = std::chrono::steady_clock::now();
+    state->truncate(kept);
+    const double tr = seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    model->forward(*state, std::span<const std::int32_t>(window).subspan(3, 1), 1);
+    const double st = seconds_since(t0);
+    state_bytes = state->bytes();
+    t0 = std::chrono::steady_clock::now();
+    const auto saved = state->snapshot();
+    const double sn = seconds_since(t0);
+    snapshot_bytes = saved.size();
+    t0 = std::chrono::steady_clock::now();
+    state->restore(saved);
+    const double rs = seconds_since(t0);
     if (r > 0) {
       prefill.push_back(prompt_n / p);
       decode.push_back(decode_n / d);
+      truncate_ms.push_back(tr * 1e3);
+      step_ms.push_back(st * 1e3);
+      snapshot_ms.push_back(sn * 1e3);
+      restore_ms.push_back(rs * 1e3);
     }
   }
   std::printf("model %s backend %s weights %.1f MiB\n", argv[1], backend->name().c_str(),
               static_cast<double>(model->info().weight_bytes) / (1 << 20));
   std::printf("prefill %d tokens: %.1f tokens/s (median of %d)\n", prompt_n, median(prefill), repeats);
   std::printf("decode %d tokens: %.1f tokens/s (median of %d)\n", decode_n, median(decode), repeats);
+  std::printf("rollback of an 8-row window to 3 rows: %.2f ms; the next 1-row step %.2f ms\n", median(truncate_ms),
+              median(step_ms));
+  std::printf("state %.1f MiB; snapshot %.1f MiB in %.2f ms, restore %.2f ms\n",
+              static_cast<double>(state_bytes) / (1 << 20), static_cast<double>(snapshot_bytes) / (1 << 20),
+              median(snapshot_ms), median(restore_ms));
   return 0;
 }
