@@ -363,6 +363,7 @@ void Scheduler::finish(Stream& s, FinishReason reason, const std::string& error)
     }
   }
   s.decoder.reset();
+  s.drafts.reset();  // with the MTP head's cache
   s.state.reset();  // the cache is freed now, not when the list entry goes
   const double latency = std::chrono::duration<double>(Clock::now() - s.submitted).count();
   {
