@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "engine/decode_loop.h"
 #include "fake_logits.h"
 
@@ -104,13 +106,19 @@ struct Decoded {
   DecodeCounters counters;
 };
 
-Decoded decode(HiddenModel& model, const std::vector<std::int32_t>& prompt, const DecodeSettings& s, MtpDrafter* drafter) {
+// Prefills in chunks of `chunk` tokens (0: the whole prompt at once), then decodes.
+Decoded decode(HiddenModel& model, const std::vector<std::int32_t>& prompt, const DecodeSettings& s, MtpDrafter* drafter,
+               std::size_t chunk = 0) {
   auto state = model.new_state();
   std::vector<float> logits;
   if (drafter != nullptr) {  // as the scheduler prefills for a draft source that reads hidden rows
-    std::vector<float> hidden;
-    logits = model.forward_hidden(*state, prompt, 1, hidden);
-    drafter->observe(prompt, 0, hidden, static_cast<std::int64_t>(prompt.size()));
+    if (chunk == 0) chunk = prompt.size();
+    for (std::size_t at = 0; at < prompt.size(); at += chunk) {
+      const auto part = std::span<const std::int32_t>(prompt).subspan(at, std::min(chunk, prompt.size() - at));
+      std::vector<float> hidden;
+      logits = model.forward_hidden(*state, part, 1, hidden);
+      drafter->observe(prompt, static_cast<std::int64_t>(at), hidden, static_cast<std::int64_t>(part.size()));
+    }
   } else {
     logits = model.forward(*state, prompt, 1);
   }
@@ -156,6 +164,30 @@ TEST(MtpDrafter, HeadHoldsOnlyCommittedRowsAndDraftedEqualsSerial) {
       }
     }
   }
+}
+
+// A long prompt in chunks: the head builds the prompt's rows as the chunks come (not all at the first
+// proposal), and they are the same rows.
+TEST(MtpDrafter, LongPromptInChunks) {
+  HiddenModel model;
+  std::vector<std::int32_t> prompt;
+  for (int i = 0; i < 700; ++i) prompt.push_back(static_cast<std::int32_t>((i * 7 + i / 5) % kVocab));
+  DecodeSettings s;
+  s.sampling.temperature = 1.0f;
+  s.seed = 5;
+  s.budget = 40;
+  const Decoded serial = decode(model, prompt, s, nullptr);
+  std::vector<std::int32_t> truth = prompt;
+  truth.insert(truth.end(), serial.tokens.begin(), serial.tokens.end());
+  FakeHead head(truth);
+  MtpDrafter drafter(head, kWidth, s.sampling, s.seed);
+  DecodeSettings ds = s;
+  ds.max_drafts = 4;
+  const Decoded drafted = decode(model, prompt, ds, &drafter, 128);
+  EXPECT_EQ(drafted.tokens, serial.tokens);
+  EXPECT_EQ(head.violations, 0);
+  EXPECT_GT(drafted.counters.accepted, 0);
+  EXPECT_GE(head.committed_rows, static_cast<int>(truth.size()) - 2 - ds.max_drafts);
 }
 
 }  // namespace
