@@ -146,6 +146,15 @@ class Backend {
   virtual Tensor sigmoid_gate(const Tensor& /*x*/, const Tensor& /*gate*/) {
     throw std::logic_error("sigmoid_gate: not on this backend");
   }
+  // ---- ops of draft heads (MTP; the defaults throw)
+  // [rows, cols] float32 from host values, row-major (hidden rows a forward returned, fed to a draft head).
+  virtual Tensor from_host(std::span<const float> /*values*/, std::int64_t /*rows*/, std::int64_t /*cols*/) {
+    throw std::logic_error("from_host: not on this backend");
+  }
+  // [n, a_cols + b_cols]: each row of a followed by the same row of b.
+  virtual Tensor concat_columns(const Tensor& /*a*/, const Tensor& /*b*/) {
+    throw std::logic_error("concat_columns: not on this backend");
+  }
   // Gated DeltaNet over each run's rows, in position order, continuing runs[r].recurrent's `layer`:
   // qkv [n, conv_channels] (before the conv), a and b [n, v_heads]. Per position: depthwise causal conv
   // (conv_weight [conv_channels, conv_kernel]) over the last conv_kernel inputs, SiLU, q|k|v split, q and k

@@ -261,9 +261,11 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option("--api-key", f->api_keys,
                   "Require 'Authorization: Bearer KEY' on /v1/* (repeatable; /health stays open)")
       ->allow_extra_args(false);
-  sub->add_option("--drafter", f->drafter, "Draft source for exact speculative decoding: auto, none or copies")
+  sub->add_option("--drafter", f->drafter,
+                  "Draft source for exact speculative decoding: copies (context copies), mtp (the checkpoint's MTP "
+                  "head), auto (mtp where the checkpoint has one, else copies) or none")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "none", "copies"}));
+      ->check(CLI::IsMember({"auto", "none", "copies", "mtp"}));
   sub->add_option("--max-drafts", f->max_drafts, "Most tokens drafted per round (the load-time row check may lower it)")
       ->capture_default_str()
       ->check(CLI::Range(0, 15));

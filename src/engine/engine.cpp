@@ -105,9 +105,13 @@ Engine::Engine(const EngineOptions& o) {
   if (o.min_p) default_sampling_.min_p = *o.min_p;
   context_ = o.context > 0 ? o.context : model_->info().context;
   if (context_ <= 0) context_ = 4096;
-  if (o.drafter != "auto" && o.drafter != "none" && o.drafter != "copies")
-    throw std::runtime_error("unknown drafter '" + o.drafter + "' (auto, none, copies)");
-  drafter_ = o.drafter == "none" ? "none" : "copies";
+  if (o.drafter != "auto" && o.drafter != "none" && o.drafter != "copies" && o.drafter != "mtp")
+    throw std::runtime_error("unknown drafter '" + o.drafter + "' (auto, none, copies, mtp)");
+  const bool has_mtp = model_->draft_head() != nullptr;
+  if (o.drafter == "mtp" && !has_mtp)
+    throw std::runtime_error("--drafter mtp: " + o.model_path + " has no MTP head (no mtp.* weights); use --drafter "
+                             "copies or auto");
+  drafter_ = o.drafter == "auto" ? (has_mtp ? "mtp" : "copies") : o.drafter;
   const int parallel = o.parallel > 0 ? o.parallel : (backend_->name() == "cuda" ? 16 : 4);
   // Serve only the verify widths whose logits equal serial decoding bit for bit, and share rounds of several
   // streams in one forward pass only where every row of a shared round equals serial decoding.
@@ -140,6 +144,7 @@ Engine::Engine(const EngineOptions& o) {
   so.eos = eos_ids_;
   so.max_drafts = max_drafts_;
   so.full_windows = full_windows_;
+  so.mtp_drafts = drafter_ == "mtp" && max_drafts_ > 0;
   so.memory = plan_memory();
   so.shared_rows = row_check_.shared_rows;
   // Idle again: freed caches and activations go back to the system (MLX keeps freed buffers for reuse, and
@@ -180,6 +185,8 @@ MemoryPlan Engine::plan_memory() const {
   }
   m.weight_bytes = info.weight_bytes;
   m.state_bytes_per_token = info.state_bytes_per_token;
+  // MTP drafts keep the head's own KV cache beside the stream's, one row per position.
+  if (drafter_ == "mtp" && max_drafts_ > 0) m.state_bytes_per_token += model_->draft_head()->state_bytes_per_token();
   m.state_bytes_per_stream = info.state_bytes_per_stream;
   m.workspace_bytes = prefill_workspace_bytes(info.prefill_chunk, info.state_bytes_per_token, info.vocab,
                                               1 + max_drafts_);
@@ -225,7 +232,8 @@ std::string Engine::drafting_summary() const {
   std::string failed;
   for (const auto& [width, same] : row_check_.widths)
     if (!same) failed += (failed.empty() ? "" : ", ") + std::to_string(width);
-  std::string s = max_drafts_ > 0 ? "context copies, up to " + std::to_string(max_drafts_) + " drafts per round"
+  const std::string source = drafter_ == "mtp" ? "the checkpoint's MTP head" : "context copies";
+  std::string s = max_drafts_ > 0 ? source + ", up to " + std::to_string(max_drafts_) + " drafts per round"
                                    : std::string("off");
   s += "; row check: verify windows 2.." + std::to_string(row_check_.widths.back().first);
   s += failed.empty() ? " equal serial decoding bit for bit" : ", widths " + failed + " differ (not served)";
@@ -242,6 +250,10 @@ std::string Engine::drafting_summary() const {
   return s;
 }
 
-EngineStats Engine::stats() const { return scheduler_->stats(); }
+EngineStats Engine::stats() const {
+  EngineStats s = scheduler_->stats();
+  s.drafter = max_drafts_ > 0 ? drafter_ : "none";
+  return s;
+}
 
 }  // namespace tf

@@ -33,8 +33,9 @@ struct EngineOptions {
   // Serve-flag overrides of the checkpoint's sampling defaults (generation_config.json / GGUF general.sampling.*).
   std::optional<float> temperature, top_p, min_p;
   std::optional<int> top_k;
-  // Drafting (exact speculative decoding): "auto" and "copies" draft from context copies, "none" never
-  // drafts. max_drafts caps the tokens proposed per round; the load-time row check may lower it.
+  // Drafting (exact speculative decoding): "copies" drafts from context copies, "mtp" from the checkpoint's
+  // MTP head (an error where it has none), "auto" from the MTP head where there is one and else from copies,
+  // "none" never drafts. max_drafts caps the tokens proposed per round; the load-time row check may lower it.
   std::string drafter = "auto";
   int max_drafts = 8;
   // Concurrency (ARCHITECTURE §5): streams admitted at once (0: auto, 4 on MLX and 16 on CUDA), the share of
@@ -103,7 +104,7 @@ class Engine {
   // The served verify window may cost this much over one decode step for rounds to always draft the most.
   static constexpr double kFullWindowCost = 2.0;
   RowCheckReport row_check_;
-  std::string drafter_;
+  std::string drafter_;  // what serves: "none", "copies" or "mtp"
   std::unique_ptr<Scheduler> scheduler_;  // last: it stops before the model it runs goes
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 // The engine's counters since start, read by /health and /metrics.
 #include <cstdint>
+#include <string>
 
 #include "engine/latency_histogram.h"
 
@@ -9,6 +10,7 @@ namespace tf {
 struct EngineStats {
   std::int64_t requests_total = 0, prompt_tokens_total = 0, completion_tokens_total = 0;
   std::int64_t drafted_total = 0, accepted_total = 0, rounds_total = 0;
+  std::string drafter = "none";  // what drafts serve: "none", "copies" (context copies) or "mtp" (the MTP head)
   bool busy = false;
   std::int64_t requests_running = 0;  // admitted: prefilling or decoding
   std::int64_t requests_waiting = 0;  // in the admission queue

@@ -7,6 +7,7 @@
 
 #include "engine/admission_error.h"
 #include "engine/drafting/context_copy.h"
+#include "engine/drafting/mtp_drafter.h"
 #include "engine/stop_matcher.h"
 #include "engine/stream_decoder.h"
 #include "families/model.h"
@@ -23,11 +24,11 @@ struct Scheduler::Stream {
   std::unique_ptr<SequenceState> state;
   std::int64_t prefilled = 0;  // prompt tokens run
   std::vector<float> logits;   // the last prefill chunk's last row
+  std::unique_ptr<DraftSource> drafts;  // null: the request decodes serially
+  DecodeSettings settings;              // sampling and seed from admission on, the rest from the end of prefill
   // From the end of prefill on:
   std::unique_ptr<TokenText> text;
   std::unique_ptr<StopMatcher> stops;
-  ContextCopyDrafter copies;
-  DecodeSettings settings;
   std::unique_ptr<StreamDecoder> decoder;
 };
 
@@ -213,12 +214,22 @@ void Scheduler::prefill_chunk() {
       if (prompt.empty()) throw std::invalid_argument("empty prompt");
       if (n >= options_.context) throw std::invalid_argument("prompt does not fit the context");
       s.state = model_.new_state();
+      s.settings.sampling = s.request.sampling;
+      s.settings.seed = s.request.seed ? *s.request.seed : seed_from_prompt(prompt);
+      s.drafts = make_drafts(s);
     }
     // The family's fixed chunk grid: boundaries are a pure function of the token sequence.
     const std::int64_t chunk = std::max<std::int64_t>(1, model_.info().prefill_chunk);
     const auto len = std::min(chunk, n - s.prefilled);
-    s.logits = model_.forward(*s.state, std::span<const std::int32_t>(prompt).subspan(
-                                            static_cast<std::size_t>(s.prefilled), static_cast<std::size_t>(len)), 1);
+    const auto tokens = std::span<const std::int32_t>(prompt).subspan(static_cast<std::size_t>(s.prefilled),
+                                                                       static_cast<std::size_t>(len));
+    if (s.drafts && s.drafts->wants_hidden()) {  // the draft head's state follows the prompt too
+      std::vector<float> hidden;
+      s.logits = model_.forward_hidden(*s.state, tokens, 1, hidden);
+      s.drafts->observe(prompt, s.prefilled, hidden, len);
+    } else {
+      s.logits = model_.forward(*s.state, tokens, 1);
+    }
     s.prefilled += len;
     if (s.prefilled < n) return;
     start_decoding(s);
@@ -231,6 +242,14 @@ void Scheduler::prefill_chunk() {
   prefilling_.pop_front();
 }
 
+std::unique_ptr<DraftSource> Scheduler::make_drafts(const Stream& s) const {
+  if (!s.request.draft || options_.max_drafts <= 0) return nullptr;
+  if (!options_.mtp_drafts) return std::make_unique<ContextCopyDrafter>();
+  DraftHead* head = model_.draft_head();
+  if (head == nullptr) throw std::logic_error("MTP drafts asked of a model without a draft head");
+  return std::make_unique<MtpDrafter>(*head, model_.info().hidden, s.settings.sampling, s.settings.seed);
+}
+
 void Scheduler::start_decoding(Stream& s) {
   const auto& req = s.request;
   const auto prompt = static_cast<std::int64_t>(req.prompt.size());
@@ -238,16 +257,14 @@ void Scheduler::start_decoding(Stream& s) {
   if (req.max_tokens > 0) budget = std::min(budget, req.max_tokens);
   s.text = text_();
   s.stops = std::make_unique<StopMatcher>(req.stop);
-  s.settings.sampling = req.sampling;
-  s.settings.seed = req.seed ? *req.seed : seed_from_prompt(req.prompt);
   s.settings.budget = budget;
   s.settings.eos = options_.eos;
-  s.settings.max_drafts = req.draft ? options_.max_drafts : 0;
+  s.settings.max_drafts = s.drafts ? options_.max_drafts : 0;
   s.settings.full_windows = options_.full_windows;
   s.settings.constraint = req.constraint.get();
   Stream* sp = &s;
   s.decoder = std::make_unique<StreamDecoder>(
-      model_, *s.state, std::move(s.logits), req.prompt, s.settings, s.settings.max_drafts > 0 ? &s.copies : nullptr,
+      model_, *s.state, std::move(s.logits), req.prompt, s.settings, s.drafts.get(),
       [this, sp](std::int32_t token) {
         if (!sp->first_token_seen) {
           sp->first_token_seen = true;
@@ -282,7 +299,7 @@ void Scheduler::decode_round() {
     std::vector<ForwardPart> parts;
     for (std::size_t i = first; i < last; ++i)
       parts.push_back({work[i].stream->state.get(), work[i].input.tokens, work[i].input.greedy_ids,
-                       work[i].input.ahead});
+                       work[i].input.ahead, work[i].input.hidden});
     try {
       auto out = model_.forward_parts(parts);
       for (std::size_t i = first; i < last; ++i) {
@@ -346,6 +363,7 @@ void Scheduler::finish(Stream& s, FinishReason reason, const std::string& error)
     }
   }
   s.decoder.reset();
+  s.drafts.reset();  // with the MTP head's cache
   s.state.reset();  // the cache is freed now, not when the list entry goes
   const double latency = std::chrono::duration<double>(Clock::now() - s.submitted).count();
   {

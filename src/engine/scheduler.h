@@ -26,6 +26,7 @@
 namespace tf {
 
 class Model;
+class DraftSource;
 
 // Turns one stream's tokens into text: the tokenizer's incremental decoder in the engine, a fake in tests.
 class TokenText {
@@ -44,6 +45,7 @@ struct SchedulerOptions {
   std::vector<std::int32_t> eos;  // sorted
   int max_drafts = 0;          // drafts per round served (0: serial)
   bool full_windows = false;   // see DecodeSettings::full_windows
+  bool mtp_drafts = false;     // drafts from the model's MTP head (Model::draft_head()), else context copies
   // Rows one shared round may hold (Model::forward_parts over several streams); 0: one forward per stream.
   // The engine sets it only when the load-time shared-round check passed.
   std::int64_t shared_rows = 0;
@@ -75,6 +77,8 @@ class Scheduler {
   void decode_round();
   void reap_cancelled();
   void start_decoding(Stream& s);
+  // The stream's draft source (null when it decodes serially), made when its prefill starts.
+  std::unique_ptr<DraftSource> make_drafts(const Stream& s) const;
   // Ends `s`: flushes its text, closes its channel, counts it and frees its state and reservation.
   void finish(Stream& s, FinishReason reason, const std::string& error = {});
   // Under mu_: drops cancelled waiters, then admits from the queue's head while slots and memory allow.

@@ -10,7 +10,7 @@
 namespace tf {
 
 RoundOutput run_round(Model& model, SequenceState& state, const RoundInput& in) {
-  const ForwardPart part{&state, in.tokens, in.greedy_ids, in.ahead};
+  const ForwardPart part{&state, in.tokens, in.greedy_ids, in.ahead, in.hidden};
   return std::move(model.forward_parts(std::span<const ForwardPart>(&part, 1)).front());
 }
 
@@ -19,10 +19,12 @@ StreamDecoder::StreamDecoder(Model& model, SequenceState& state, std::vector<flo
                              std::function<bool(std::int32_t)> on_token)
     : state_(state), vocab_(static_cast<std::size_t>(model.info().vocab)), s_(settings), drafts_(drafts),
       on_token_(std::move(on_token)), logits_(std::move(logits)), history_(std::move(history)),
-      prompt_length_(history_.size()),
+      prompt_length_(history_.size()), hidden_(drafts != nullptr && drafts->wants_hidden()),
       // Greedy decoding on a backend that finds the argmax itself: rounds return token ids, not logits (the
-      // same tokens: the backend's argmax is greedy_token bit for bit). A constraint needs the logits.
-      greedy_ids_(settings.sampling.temperature <= 0.0f && model.greedy_on_backend() && !settings.constraint),
+      // same tokens: the backend's argmax is greedy_token bit for bit). A constraint needs the logits, and so
+      // do hidden rows (they come with logits).
+      greedy_ids_(settings.sampling.temperature <= 0.0f && model.greedy_on_backend() && !settings.constraint &&
+                  !hidden_),
       window_(settings.full_windows ? settings.max_drafts : std::min(4, settings.max_drafts)) {
   if (s_.budget <= 0) end(FinishReason::Length);
 }
@@ -75,6 +77,7 @@ std::optional<RoundInput> StreamDecoder::next_input() {
   in.tokens.push_back(t);
   in.tokens.insert(in.tokens.end(), proposal_.begin(), proposal_.end());
   in.greedy_ids = greedy_ids_;
+  in.hidden = hidden_;  // every round, drafts or not: the source's state follows every committed position
   // Without drafts every round is one greedy token, the one the round before found; it runs unless that
   // token ends the stream (EOS, a stop string, cancellation: then the queued round is dropped unused) or the
   // budget does (known now: no round is queued for it).
@@ -113,6 +116,7 @@ void StreamDecoder::accept(RoundOutput out) {
   }
   // Keep the sampled token and the accepted drafts; the next distribution is the row after them.
   state_.truncate(p + 1 + static_cast<std::int64_t>(accepted));
+  if (hidden_) drafts_->observe(history_, p, out.hidden, static_cast<std::int64_t>(accepted) + 1);
   if (greedy_ids_) {
     next_ = out.ids[accepted];
   } else {

@@ -24,6 +24,7 @@ struct RoundInput {
   std::vector<std::int32_t> tokens;
   bool greedy_ids = false;
   bool ahead = false;  // ForwardPart::ahead: the next round will be the one greedy token this one finds
+  bool hidden = false;  // ForwardPart::hidden: the draft source reads the rows' hidden states
 };
 
 using RoundOutput = ForwardResult;  // [rows, vocab] logits, or [rows] greedy ids
@@ -67,6 +68,7 @@ class StreamDecoder {
   std::vector<float> logits_;
   std::vector<std::int32_t> history_;
   std::size_t prompt_length_;
+  bool hidden_;  // the draft source reads hidden rows (DraftSource::wants_hidden)
   bool greedy_ids_;
   int window_;                        // drafts per round
   std::optional<std::int32_t> next_;  // the token at state.length(), when the last round found it already

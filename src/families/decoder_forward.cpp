@@ -30,7 +30,8 @@ DecoderLayer attention_layer(const AttentionConfig& cfg, int slot, DeviceWeight 
   return l;
 }
 
-Tensor decoder_logits(Backend& b, const DecoderWeights& w, std::span<const DecoderPart> parts, std::int64_t logit_rows) {
+Tensor decoder_logits(Backend& b, const DecoderWeights& w, std::span<const DecoderPart> parts, std::int64_t logit_rows,
+                      Tensor* hidden) {
   if (parts.empty()) throw std::invalid_argument("decoder forward: no parts");
   std::vector<std::int32_t> joined;
   std::vector<StreamRows> runs;
@@ -62,6 +63,7 @@ Tensor decoder_logits(Backend& b, const DecoderWeights& w, std::span<const Decod
     h = b.rms_norm(x, l.post_norm, w.rms_eps);
     x = b.add(x, l.mlp.forward(b, h));
   }
+  if (hidden != nullptr) *hidden = b.rms_norm(x, w.final_norm, w.rms_eps);
   // Always through last_rows, even for every row: one tape shape for solo and shared rounds alike.
   Tensor last = b.last_rows(x, logit_rows);
   return b.linear(b.rms_norm(last, w.final_norm, w.rms_eps), w.output);

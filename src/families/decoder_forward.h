@@ -49,6 +49,9 @@ struct DecoderPart {
 // The logits left on the backend: with one part, of its last `logit_rows` positions (<= 0: every row); with
 // several parts (a shared round), of every row, the parts' rows in order. Each part's rows are computed as in
 // a forward of that part alone wherever the backend's kernels are row-invariant (Backend::invariant_rows).
-Tensor decoder_logits(Backend& b, const DecoderWeights& w, std::span<const DecoderPart> parts, std::int64_t logit_rows);
+// With `hidden`, also every row's hidden state after the final norm (a draft head's input), computed beside
+// the logits so that the logits' ops stay those of a forward without it.
+Tensor decoder_logits(Backend& b, const DecoderWeights& w, std::span<const DecoderPart> parts, std::int64_t logit_rows,
+                      Tensor* hidden = nullptr);
 
 }  // namespace tf

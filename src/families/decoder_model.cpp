@@ -1,14 +1,19 @@
 #include "families/decoder_model.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "blocks/weight_source.h"
+#include "families/mtp_draft_head.h"
 #include "families/stream_state.h"
 
 namespace tf {
 
-DecoderModel::DecoderModel(Backend& backend, ModelInfo info, DecoderWeights weights, GatedDeltaSpec recurrent)
+DecoderModel::DecoderModel(Backend& backend, ModelInfo info, DecoderWeights weights, GatedDeltaSpec recurrent,
+                           std::optional<MtpHead> mtp)
     : backend_(backend), info_(std::move(info)), w_(std::move(weights)), recurrent_(recurrent) {
+  info_.hidden = w_.embed.cols;
+  if (mtp) draft_head_ = std::make_unique<MtpDraftHead>(backend_, w_, std::move(*mtp));
   for (const auto& l : w_.layers)
     if (const auto* at = std::get_if<AttentionBlock>(&l.mixer)) {
       kv_shape_ = at->cfg.spec;
@@ -19,6 +24,8 @@ DecoderModel::DecoderModel(Backend& backend, ModelInfo info, DecoderWeights weig
   // Two copies of each recurrent layer's state (the one before the last window is kept for rollback).
   info_.state_bytes_per_stream = 2 * static_cast<std::size_t>(w_.recurrent_layers()) * recurrent_.layer_bytes();
 }
+
+DecoderModel::~DecoderModel() = default;
 
 std::unique_ptr<SequenceState> DecoderModel::new_state() const {
   const int attn = w_.attention_layers(), rec = w_.recurrent_layers();
@@ -33,6 +40,16 @@ DecoderPart DecoderModel::part_of(SequenceState& state, std::span<const std::int
 
 std::vector<float> DecoderModel::forward(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t logit_rows) {
   return backend_.to_host(logits(state, tokens, logit_rows));
+}
+
+std::vector<float> DecoderModel::forward_hidden(SequenceState& state, std::span<const std::int32_t> tokens,
+                                                std::int64_t logit_rows, std::vector<float>& hidden) {
+  const DecoderPart part = part_of(state, tokens);
+  Tensor rows;
+  const Tensor logits = decoder_logits(backend_, w_, std::span<const DecoderPart>(&part, 1), logit_rows, &rows);
+  auto out = backend_.to_host(logits);
+  hidden = backend_.to_host(rows);
+  return out;
 }
 
 std::vector<std::int32_t> DecoderModel::forward_greedy(SequenceState& state, std::span<const std::int32_t> tokens,
@@ -57,11 +74,15 @@ std::vector<ForwardResult> DecoderModel::forward_parts(std::span<const ForwardPa
   for (std::size_t i = 0; i < parts.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (parts[i].state == parts[j].state) throw std::invalid_argument("forward_parts: one stream twice in a round");
-  const Tensor all = decoder_logits(backend_, w_, dp, rows);
+  const bool any_hidden = std::any_of(parts.begin(), parts.end(), [](const ForwardPart& p) { return p.hidden; });
+  Tensor hidden_rows;
+  const Tensor all = decoder_logits(backend_, w_, dp, rows, any_hidden ? &hidden_rows : nullptr);
   std::vector<std::int32_t> ids;
-  std::vector<float> logits;
+  std::vector<float> logits, hidden;
   if (any_ids) ids = backend_.argmax_rows(all);
   if (any_logits) logits = backend_.to_host(all);
+  if (any_hidden) hidden = backend_.to_host(hidden_rows);
+  const auto width = static_cast<std::size_t>(info_.hidden);
   const auto vocab = static_cast<std::size_t>(info_.vocab);
   std::vector<ForwardResult> out(parts.size());
   std::size_t row = 0;
@@ -72,6 +93,9 @@ std::vector<ForwardResult> DecoderModel::forward_parts(std::span<const ForwardPa
     else
       out[i].logits.assign(logits.begin() + static_cast<std::ptrdiff_t>(row * vocab),
                            logits.begin() + static_cast<std::ptrdiff_t>((row + n) * vocab));
+    if (parts[i].hidden)
+      out[i].hidden.assign(hidden.begin() + static_cast<std::ptrdiff_t>(row * width),
+                           hidden.begin() + static_cast<std::ptrdiff_t>((row + n) * width));
     row += n;
   }
   return out;

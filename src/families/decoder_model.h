@@ -5,10 +5,12 @@
 // shared round of several, greedy ids found on the backend, and greedy steps queued ahead.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "backends/backend.h"
+#include "blocks/mtp_head.h"
 #include "families/decoder_forward.h"
 #include "families/model.h"
 
@@ -17,12 +19,17 @@ namespace tf {
 class DecoderModel final : public Model {
  public:
   // `info` names the family and architecture and gives vocab and context; weight and state bytes are filled
-  // in here. `recurrent` is the shape of the Gated DeltaNet layers, if any.
-  DecoderModel(Backend& backend, ModelInfo info, DecoderWeights weights, GatedDeltaSpec recurrent = {});
+  // in here. `recurrent` is the shape of the Gated DeltaNet layers, if any; `mtp` the checkpoint's MTP head.
+  DecoderModel(Backend& backend, ModelInfo info, DecoderWeights weights, GatedDeltaSpec recurrent = {},
+               std::optional<MtpHead> mtp = std::nullopt);
+  ~DecoderModel() override;
 
   const ModelInfo& info() const override { return info_; }
   std::unique_ptr<SequenceState> new_state() const override;
   std::vector<float> forward(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t logit_rows) override;
+  std::vector<float> forward_hidden(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t logit_rows,
+                                    std::vector<float>& hidden) override;
+  DraftHead* draft_head() override { return draft_head_.get(); }
   bool greedy_on_backend() const override { return backend_.has_argmax_rows(); }
   std::vector<std::int32_t> forward_greedy(SequenceState& state, std::span<const std::int32_t> tokens,
                                            std::int64_t rows) override;
@@ -39,6 +46,7 @@ class DecoderModel final : public Model {
   DecoderWeights w_;
   GatedDeltaSpec recurrent_;
   AttentionSpec kv_shape_;  // of the attention layers (they share one)
+  std::unique_ptr<DraftHead> draft_head_;  // over w_'s embedding and output projection
 };
 
 }  // namespace tf

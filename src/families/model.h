@@ -21,6 +21,7 @@ struct ModelInfo {
   std::size_t state_bytes_per_token = 0;  // cache growth per position of one stream
   std::size_t state_bytes_per_stream = 0;  // what one stream holds whatever its length (recurrent layers)
   std::int64_t prefill_chunk = 512;  // the family's fixed chunk grid for prefill (ARCHITECTURE §4)
+  std::int64_t hidden = 0;           // the width of the hidden rows a forward can return (ForwardPart::hidden)
 };
 
 // What one stream carries between forward passes: KV caches for attention layers, recurrent state for
@@ -48,12 +49,37 @@ struct ForwardPart {
   // it runs the part alone; its state never counts the queued round (length(), truncate(), other forwards
   // drop it first), so the results are those of plain rounds.
   bool ahead = false;
+  // Also return each row's hidden state after the final norm (what the output projection reads): a draft
+  // head (MTP) proposes from it. Only asked for when such a head drafts, so other rounds copy nothing more;
+  // with logits only (not greedy_ids).
+  bool hidden = false;
 };
 
-// The result of a part's rows: [rows, vocab] logits, or with greedy ids [rows] token ids.
+// The result of a part's rows: [rows, vocab] logits, or with greedy ids [rows] token ids; with
+// ForwardPart::hidden also [rows, info().hidden] hidden rows.
 struct ForwardResult {
   std::vector<float> logits;
   std::vector<std::int32_t> ids;
+  std::vector<float> hidden;
+};
+
+// A head that predicts the token after next from the model's hidden rows (multi-token prediction, MTP). It
+// keeps its own per-stream state (an attention layer's KV cache): row t pairs the model's hidden row of
+// position t with the token at t + 1 and runs at position t, so the head's state trails the stream's by one.
+class DraftHead {
+ public:
+  virtual ~DraftHead() = default;
+  virtual std::unique_ptr<SequenceState> new_state() const = 0;
+  virtual std::size_t state_bytes_per_token() const = 0;
+  struct Rows {
+    std::vector<float> logits;  // [rows, vocab]
+    std::vector<float> hidden;  // [rows, hidden]: the head's output after its final norm, to chain a next step
+  };
+  // Runs rows at positions state.length() ..: `hidden` [n, info().hidden] (the model's rows, or a chained
+  // step's) with `tokens` [n] (each the token after its row's position), appending them to the state, and
+  // returns the last `rows` rows.
+  virtual Rows forward(SequenceState& state, std::span<const std::int32_t> tokens, std::span<const float> hidden,
+                       std::int64_t rows) = 0;
 };
 
 class Model {
@@ -65,6 +91,14 @@ class Model {
   // logits of the last `logit_rows` positions as [logit_rows, vocab] float32, row-major.
   virtual std::vector<float> forward(SequenceState& state, std::span<const std::int32_t> tokens,
                                      std::int64_t logit_rows) = 0;
+  // forward, and every row's hidden state after the final norm into `hidden` ([n, info().hidden]); only
+  // where draft_head() is set.
+  virtual std::vector<float> forward_hidden(SequenceState& /*state*/, std::span<const std::int32_t> /*tokens*/,
+                                            std::int64_t /*logit_rows*/, std::vector<float>& /*hidden*/) {
+    throw std::logic_error("forward_hidden: this model has no draft head");
+  }
+  // The checkpoint's own draft head (MTP), or null.
+  virtual DraftHead* draft_head() { return nullptr; }
   // Greedy decoding without the logits: forward's run, then each of the last `rows` positions' greedy
   // token (the engine's greedy_token of that logits row, bit for bit), found on the backend so that only
   // ids reach the host. Only where greedy_on_backend().

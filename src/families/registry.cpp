@@ -25,8 +25,9 @@ struct Family {
 // `info` ask it (servable.h) before any weight is read or downloaded. A new family is one line here.
 constexpr std::array<Family, 3> kFamilies{{
     {"llama", "llama", load_llama, "serves on MLX and CUDA"},
-    {"qwen3_5", "qwen3_5", load_qwen3_5, "serves on MLX (CUDA not yet; MTP heads not used yet)"},
-    {"qwen3_5_text", "qwen3_5", load_qwen3_5, "serves on MLX (CUDA not yet; MTP heads not used yet)"},
+    {"qwen3_5", "qwen3_5", load_qwen3_5, "serves on MLX, drafting from its MTP head where it has one (CUDA not yet)"},
+    {"qwen3_5_text", "qwen3_5", load_qwen3_5,
+     "serves on MLX, drafting from its MTP head where it has one (CUDA not yet)"},
 }};
 
 const Family* find_family(const std::string& architecture) {

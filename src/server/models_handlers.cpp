@@ -43,6 +43,7 @@ void handle_health(ApiContext& ctx, const httplib::Request&, httplib::Response& 
     body["drafted_total"] = s.drafted_total;
     body["accepted_total"] = s.accepted_total;
     body["rounds_total"] = s.rounds_total;
+    body["drafter"] = s.drafter;
   }
   send_json(res, 200, body);
 }

@@ -451,6 +451,19 @@ class MlxBackend final : public Backend {
     return wrap(mx::multiply(arr(x), mx::sigmoid(arr(gate))));
   }
 
+  Tensor from_host(std::span<const float> values, std::int64_t rows, std::int64_t cols) override {
+    if (rows < 1 || cols < 1 || static_cast<std::int64_t>(values.size()) != rows * cols)
+      throw std::invalid_argument("from_host: shape");
+    auto* copy = new float[values.size()];
+    std::memcpy(copy, values.data(), values.size() * sizeof(float));
+    return wrap(adopt(copy, {static_cast<int>(rows), static_cast<int>(cols)}));
+  }
+
+  Tensor concat_columns(const Tensor& a, const Tensor& b) override {
+    if (arr(a).shape(0) != arr(b).shape(0)) throw std::invalid_argument("concat_columns: row counts differ");
+    return wrap(mx::concatenate({arr(a), arr(b)}, 1));
+  }
+
   Tensor gated_delta(std::span<const StreamRows> runs, int layer, const Tensor& qkv, const Tensor& a, const Tensor& b,
                      const DeviceWeight& conv_weight, const DeviceWeight& a_log, const DeviceWeight& dt_bias,
                      const GatedDeltaSpec& spec) override {

@@ -4,12 +4,15 @@
 //   Hugging Face, text only:          model.layers.N..., lm_head.weight
 //   mlx-community (mlx-lm's sanitize): language_model.model.layers.N..., language_model.lm_head.weight,
 //                                     with the zero-centred norms stored as 1 + w and conv1d as [C, K, 1].
-// mtp.* weights (the multi-token-prediction head) are not read here.
+// The multi-token-prediction head, where the checkpoint has one, is `mtp.*` at the top level in both Hugging
+// Face layouts (mlx-lm's conversion drops it); the model serves it as its draft head (blocks/mtp_head.h).
 #include "families/qwen3_5/qwen3_5.h"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "backends/backend.h"
+#include "blocks/mtp_head.h"
 #include "blocks/weight_source.h"
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/hf_checkpoint.h"
@@ -28,6 +31,7 @@ struct Qwen35Config {
   bool tied = false;
   GatedDeltaSpec gdn;
   std::vector<bool> full_attention;  // per layer: full attention, else Gated DeltaNet
+  std::int64_t mtp_layers = 1;       // MTP layers, where the checkpoint holds mtp.* weights
 };
 
 class ConfigReader {
@@ -88,6 +92,8 @@ Qwen35Config read_config(const nlohmann::json& top, const std::string& path) {
   if (c.partial_rotary <= 0.0 || c.partial_rotary > 1.0 || rot != static_cast<double>(static_cast<std::int64_t>(rot)) ||
       static_cast<std::int64_t>(rot) % 2 != 0)
     r.fail("partial_rotary_factor must give an even number of rotary dimensions of head_dim");
+  if (auto it = text.find("mtp_num_hidden_layers"); it != text.end() && it->is_number_integer())
+    c.mtp_layers = it->get<std::int64_t>();
   if (auto lt = text.find("layer_types"); lt != text.end()) {
     if (!lt->is_array() || static_cast<std::int64_t>(lt->size()) != c.layers)
       r.fail("'layer_types' must list num_hidden_layers (" + std::to_string(c.layers) + ") entries");
@@ -179,13 +185,18 @@ std::unique_ptr<Model> load_qwen3_5(const std::string& path, bool is_gguf, Backe
   else if (!src.has(lay.head)) src.fail("missing tensor '" + lay.head + "' (tie_word_embeddings is false)");
   else w.output = src.matrix(lay.head, cfg.vocab, cfg.hidden);
 
+  // One MTP layer is what Qwen3.5 checkpoints ship; a head of another depth is left unused (no drafts from it).
+  std::optional<MtpHead> mtp;
+  if (cfg.mtp_layers == 1 && MtpHead::present(src, "mtp."))
+    mtp = MtpHead::load(src, "mtp.", MtpHeadConfig{ac, cfg.ffn, cfg.rms_eps, lay.norms_plus_one});
+
   ModelInfo info;
   info.family = "qwen3_5";
   info.architecture = ck.config().value("model_type", std::string("qwen3_5"));
   info.vocab = cfg.vocab;
   info.context = cfg.context;
   info.weight_bytes = src.bytes();
-  return std::make_unique<DecoderModel>(backend, std::move(info), std::move(w), cfg.gdn);
+  return std::make_unique<DecoderModel>(backend, std::move(info), std::move(w), cfg.gdn, std::move(mtp));
 }
 
 }  // namespace tf

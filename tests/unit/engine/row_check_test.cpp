@@ -39,7 +39,7 @@ class FakeModel final : public Model {
       auto& st = dynamic_cast<FakeState&>(*p.state);
       if (leaky_ && before >= 0) st.tokens.back() = before;  // the stream's history now holds another's token
       const auto rows = static_cast<std::int64_t>(p.tokens.size());
-      out.push_back({test::fake_forward(st.tokens, p.tokens, rows), {}});
+      out.push_back({test::fake_forward(st.tokens, p.tokens, rows), {}, {}});
       before = p.tokens.back();
     }
     return out;

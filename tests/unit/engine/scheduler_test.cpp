@@ -56,7 +56,7 @@ class FakeModel final : public Model {
     std::int64_t rows = 0;
     for (const auto& p : parts) {
       auto& st = dynamic_cast<FakeState&>(*p.state);
-      out.push_back({test::fake_forward(st.tokens, p.tokens, static_cast<std::int64_t>(p.tokens.size())), {}});
+      out.push_back({test::fake_forward(st.tokens, p.tokens, static_cast<std::int64_t>(p.tokens.size())), {}, {}});
       rows += static_cast<std::int64_t>(p.tokens.size());
     }
     std::lock_guard lock(mu);

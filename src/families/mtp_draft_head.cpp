@@ -1,0 +1,39 @@
+#include "families/mtp_draft_head.h"
+
+#include <stdexcept>
+
+#include "families/stream_state.h"
+
+namespace tf {
+
+MtpDraftHead::MtpDraftHead(Backend& backend, const DecoderWeights& w, MtpHead head)
+    : backend_(backend), w_(w), head_(std::move(head)) {}
+
+std::unique_ptr<SequenceState> MtpDraftHead::new_state() const {
+  const AttentionSpec& s = head_.attention.cfg.spec;
+  return std::make_unique<StreamState>(backend_.new_kv_cache(1, s.kv_heads, s.head_dim), nullptr);
+}
+
+std::size_t MtpDraftHead::state_bytes_per_token() const {
+  const AttentionSpec& s = head_.attention.cfg.spec;
+  return 2 * static_cast<std::size_t>(s.kv_heads) * static_cast<std::size_t>(s.head_dim) * 4;  // float32 keys, values
+}
+
+DraftHead::Rows MtpDraftHead::forward(SequenceState& state, std::span<const std::int32_t> tokens,
+                                      std::span<const float> hidden, std::int64_t rows) {
+  const auto n = static_cast<std::int64_t>(tokens.size());
+  const std::int64_t width = w_.embed.cols;
+  if (n == 0 || static_cast<std::int64_t>(hidden.size()) != n * width || rows < 1 || rows > n)
+    throw std::invalid_argument("MtpDraftHead::forward: rows and hidden rows disagree");
+  KvCache* cache = dynamic_cast<StreamState&>(state).kv();
+  const StreamRows run{cache, cache->length(), n, nullptr};
+  const Tensor out = head_.forward(backend_, backend_.embed(w_.embed, tokens), backend_.from_host(hidden, n, width),
+                                   std::span<const StreamRows>(&run, 1), 0);
+  const Tensor last = backend_.last_rows(out, rows);
+  Rows r;
+  r.logits = backend_.to_host(backend_.linear(last, w_.output));
+  r.hidden = backend_.to_host(last);
+  return r;
+}
+
+}  // namespace tf

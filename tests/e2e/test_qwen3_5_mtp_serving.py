@@ -1,0 +1,120 @@
+"""MTP drafting served end to end: tests/goldens/qwen3_5/bf16-mtp (a tiny random qwen3_5 checkpoint with an MTP
+head) with `--drafter mtp`. For every case the token ids with MTP drafts equal those with `"draft": false` and
+those of the same request run while three others draft beside it (--parallel 4, shared rounds: each stream has
+its own MTP state), at temperatures 0, 0.7 and 1.0. Prints drafted and accepted counts and the acceptance rate
+per sampling setting.
+
+The head's weights are random, so its distribution has nothing to do with the model's: greedy drafts are
+almost never right. Drafts are picked with the stream's own keyed noise (MtpDrafter), so where the logits are
+flat and the noise decides (the full distribution: top_k 0, top_p 1) the draft and the target's sample often
+agree; with the checkpoint's top_k 20 the two top-20 sets differ and drafts mostly fail. Both kinds of case
+are here, so drafts are accepted and rejected, honestly. Also: `--drafter mtp` on a checkpoint without a head
+is one clear line and exit 1; `--drafter auto` picks the head where there is one."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from ._serve import start_serve
+from .test_qwen3_5_serving import generate
+
+GOLDENS = Path(__file__).resolve().parents[1] / "goldens" / "qwen3_5"
+CHECKPOINT = GOLDENS / "bf16-mtp"
+PROMPTS = [
+    "Repeat: abc abc abc abc abc abc",
+    "Copy this exactly: the cat sat on the mat, the cat sat on the mat.",
+    "1 2 3 4 5 6 7 8 9 10 1 2 3 4 5",
+    "Hello!",
+    "xyzzy plugh xyzzy plugh xyzzy",
+]
+SAMPLING = [
+    {"temperature": 0.0},
+    {"temperature": 0.7},
+    {"temperature": 1.0},
+    {"temperature": 0.7, "top_k": 0, "top_p": 1.0},
+    {"temperature": 1.0, "top_k": 0, "top_p": 1.0},
+    {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.05},
+]
+SEEDS = [1, 2]
+CASES = list(itertools.product(range(len(PROMPTS)), range(len(SAMPLING)), SEEDS))  # 60 cases
+_totals = defaultdict(lambda: {"drafted": 0, "accepted": 0, "cases": 0, "mixed": 0})
+
+
+@pytest.fixture(scope="module")
+def mtp_server(tensorfold_bin, tmp_path_factory):
+    server = start_serve(tensorfold_bin, CHECKPOINT, ["--parallel", "4", "--drafter", "mtp", "--max-drafts", "8"],
+                         tmp_path_factory.mktemp("qwen3_5_mtp"))
+    yield server
+    server.stop()
+
+
+def test_startup_report_and_health_name_the_mtp_head(mtp_server):
+    assert "drafting  the checkpoint's MTP head, up to" in mtp_server.report
+    assert mtp_server.raw("GET", "/health", auth=False).json()["drafter"] == "mtp"
+
+
+@pytest.mark.parametrize("prompt_i,sampling_i,seed", CASES)
+def test_mtp_drafted_equals_serial_and_concurrent(mtp_server, prompt_i, sampling_i, seed):
+    client, model = mtp_server.client(), mtp_server.model_id
+    prompt, sampling = PROMPTS[prompt_i], SAMPLING[sampling_i]
+    serial, serial_counters = generate(client, model, prompt, sampling, seed, draft=False)
+    drafted, counters = generate(client, model, prompt, sampling, seed, draft=True)
+    assert serial_counters["drafted"] == 0
+    assert counters["drafted"] > 0
+    assert drafted == serial
+    others = [(PROMPTS[(prompt_i + k) % len(PROMPTS)], SAMPLING[(sampling_i + k) % len(SAMPLING)], seed + 10 * k)
+              for k in (1, 2, 3)]
+    with ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(generate, client, model, prompt, sampling, seed, True)]
+        futures += [pool.submit(generate, client, model, p, s, sd, True) for p, s, sd in others]
+        concurrent = futures[0].result()[0]
+        for f in futures[1:]:
+            f.result()
+    assert concurrent == serial
+    t = _totals[sampling_i]
+    t["drafted"] += counters["drafted"]
+    t["accepted"] += counters["accepted"]
+    t["mixed"] += 1 if 0 < counters["accepted"] < counters["drafted"] else 0
+    t["cases"] += 1
+
+
+def test_mtp_drafts_were_accepted_and_rejected(capsys):
+    """Runs after the cases above (file order)."""
+    assert sum(t["cases"] for t in _totals.values()) == len(CASES), "run the whole file: the totals need every case"
+    drafted = sum(t["drafted"] for t in _totals.values())
+    accepted = sum(t["accepted"] for t in _totals.values())
+    mixed = sum(t["mixed"] for t in _totals.values())
+    with capsys.disabled():
+        print(f"\nqwen3_5 MTP drafting: {len(CASES)} cases, {drafted} drafted, {accepted} accepted "
+              f"({accepted / max(1, drafted):.1%}); {mixed} cases with drafts both accepted and rejected")
+        for i, t in sorted(_totals.items()):
+            print(f"  {SAMPLING[i]}: {t['drafted']} drafted, {t['accepted']} accepted "
+                  f"({t['accepted'] / max(1, t['drafted']):.1%})")
+    assert accepted > 0 and accepted < drafted and mixed > 0
+
+
+def _serve_once(tensorfold_bin, checkpoint, drafter):
+    return subprocess.run([str(tensorfold_bin), "serve", str(checkpoint), "--port", "0", "--drafter", drafter],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_drafter_mtp_without_a_head_is_one_clear_line(tensorfold_bin):
+    run = _serve_once(tensorfold_bin, GOLDENS / "mlx-4bit", "mtp")
+    assert run.returncode == 1
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, run.stderr
+    assert "--drafter mtp" in lines[0] and "no MTP head" in lines[0]
+
+
+def test_drafter_auto_picks_the_mtp_head(tensorfold_bin, tmp_path):
+    server = start_serve(tensorfold_bin, CHECKPOINT, ["--drafter", "auto"], tmp_path)
+    try:
+        assert "drafting  the checkpoint's MTP head" in server.report
+    finally:
+        server.stop()
