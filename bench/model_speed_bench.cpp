@@ -1,5 +1,8 @@
 // Prefill and decode speed of a model on a backend, the engine's own forward passes with no HTTP:
-//   tf_model_speed_bench MODEL [PROMPT_TOKENS=512] [DECODE_TOKENS=128] [REPEATS=3]
+//   tf_model_speed_bench MODEL [PROMPT_TOKENS=512] [DECODE_TOKENS=128] [REPEATS=3] [MTP_DRAFTS=0]
+// With MTP_DRAFTS > 0 (a model with an MTP head), greedy decoding is also run through the engine's decode loop
+// with that many drafts a round from the head (the same tokens as serial decoding: the loop verifies them), and
+// its speed and acceptance are printed beside the loop's serial speed.
 // Prefill runs the prompt in the family's chunk grid; decode generates greedily one token per forward.
 // Then the cost of a rejected draft: an 8-row verify window cut back to 3 rows (the state's truncate: for a
 // recurrent layer, the pre-window state and a replay of the kept rows), beside a 1-row decode step and a
@@ -8,10 +11,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "backends/mlx/mlx_backend.h"
+#include "engine/decode_loop.h"
+#include "engine/drafting/mtp_drafter.h"
 #include "engine/sampler.h"
 #include "families/model.h"
 
@@ -23,6 +30,66 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
+
+// Greedy decoding through decode_stream(), serial and with MTP drafts; the two must emit the same tokens.
+void decode_with_mtp(tf::Model& model, const std::vector<std::int32_t>& prompt, int decode_n, int repeats,
+                     int drafts) {
+  auto* head = model.draft_head();
+  if (!head) {
+    std::fprintf(stderr, "this model has no MTP head\n");
+    std::exit(2);
+  }
+  const auto chunk = model.info().prefill_chunk;
+  tf::DecodeSettings settings;
+  settings.sampling.temperature = 0.0f;
+  settings.budget = decode_n;
+  std::vector<double> serial_rate, mtp_rate;
+  std::vector<std::int32_t> serial_tokens;
+  tf::DecodeCounters counters;
+  for (int r = 0; r < repeats + 1; ++r) {
+    for (const bool with_mtp : {false, true}) {
+      auto state = model.new_state();
+      tf::MtpDrafter drafter(*head, model.info().hidden, settings.sampling, 0);
+      std::vector<float> logits;
+      for (std::int64_t at = 0; at < static_cast<std::int64_t>(prompt.size()); at += chunk) {
+        const auto n = std::min<std::int64_t>(chunk, static_cast<std::int64_t>(prompt.size()) - at);
+        const auto part = std::span<const std::int32_t>(prompt).subspan(static_cast<std::size_t>(at), static_cast<std::size_t>(n));
+        if (with_mtp) {
+          std::vector<float> hidden;
+          logits = model.forward_hidden(*state, part, 1, hidden);
+          drafter.observe(prompt, at, hidden, n);
+        } else {
+          logits = model.forward(*state, part, 1);
+        }
+      }
+      std::vector<std::int32_t> history = prompt;
+      settings.max_drafts = with_mtp ? drafts : 0;
+      tf::DecodeCounters c;
+      const auto t0 = std::chrono::steady_clock::now();
+      tf::decode_stream(model, *state, std::move(logits), history, settings, with_mtp ? &drafter : nullptr,
+                        [](std::int32_t) { return true; }, [] { return false; }, c);
+      const double d = seconds_since(t0);
+      const std::vector<std::int32_t> emitted(history.begin() + static_cast<std::ptrdiff_t>(prompt.size()), history.end());
+      if (!with_mtp) serial_tokens = emitted;
+      else if (emitted != serial_tokens) {
+        std::fprintf(stderr, "MTP-drafted decoding emitted other tokens than serial decoding\n");
+        std::exit(1);
+      }
+      if (r == 0) continue;
+      (with_mtp ? mtp_rate : serial_rate).push_back(static_cast<double>(c.emitted) / d);
+      if (with_mtp) {
+        counters.drafted += c.drafted;
+        counters.accepted += c.accepted;
+      }
+    }
+  }
+  std::printf("decode loop, greedy: serial %.1f tokens/s; with %d MTP drafts a round %.1f tokens/s (%.2fx), "
+              "%lld drafted, %lld accepted (%.1f%%), tokens identical\n",
+              median(serial_rate), drafts, median(mtp_rate), median(mtp_rate) / median(serial_rate),
+              static_cast<long long>(counters.drafted), static_cast<long long>(counters.accepted),
+              counters.drafted ? 100.0 * static_cast<double>(counters.accepted) / static_cast<double>(counters.drafted) : 0.0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -33,6 +100,7 @@ int main(int argc, char** argv) {
   const int prompt_n = argc > 2 ? std::stoi(argv[2]) : 512;
   const int decode_n = argc > 3 ? std::stoi(argv[3]) : 128;
   const int repeats = argc > 4 ? std::stoi(argv[4]) : 3;
+  const int mtp_drafts = argc > 5 ? std::stoi(argv[5]) : 0;
   auto backend = tf::make_mlx_backend();
   auto model = tf::load_model(argv[1], *backend);
   const auto chunk = model->info().prefill_chunk;
@@ -95,5 +163,6 @@ int main(int argc, char** argv) {
   std::printf("state %.1f MiB; snapshot %.1f MiB in %.2f ms, restore %.2f ms\n",
               static_cast<double>(state_bytes) / (1 << 20), static_cast<double>(snapshot_bytes) / (1 << 20),
               median(snapshot_ms), median(restore_ms));
+  if (mtp_drafts > 0) decode_with_mtp(*model, prompt, decode_n, repeats, mtp_drafts);
   return 0;
 }
