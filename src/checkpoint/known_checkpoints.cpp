@@ -4,19 +4,16 @@
 
 namespace tf {
 namespace {
-constexpr std::string_view kServes = "serves (MLX and CUDA)";
-constexpr std::string_view kServesMlx = "serves on MLX (CUDA not yet)";
-constexpr std::string_view kNotYet = "not supported yet";
 constexpr std::array<KnownCheckpoint, 9> kTable{{
-    {"llama", "llama", "SmolLM2-135M-Instruct (embedded default)", "GGUF Q4_1", kServes},
-    {"llama", "llama", "any llama GGUF / HF checkpoint", "GGUF, safetensors bf16, MLX affine", kServes},
-    {"qwen3_5", "qwen3_5", "Qwen3.5 / 3.8 dense hybrid", "MLX affine, safetensors bf16", kServesMlx},
-    {"flash_next", "qwen4_exp", "Qwen3.8 Flash Next", "MLX affine, safetensors bf16", kNotYet},
-    {"nemotron_h", "nemotron_h", "Nemotron 3.5 Lightning", "MLX affine, safetensors bf16", kNotYet},
-    {"glm_moe", "glm5_next", "GLM-5.3-Flash", "MLX affine, safetensors bf16", kNotYet},
-    {"gemma4", "gemma4", "Gemma 4 26B-A4B", "MLX affine, safetensors bf16", kNotYet},
-    {"deepseek_v4", "deepseek_v4", "DeepSeek-V4-Flash", "MLX affine, safetensors bf16", kNotYet},
-    {"qwen3_5", "qwen3_5", "Ternary Bonsai 2 27B (mlx-2bit)", "MLX affine 2-bit g128", kServesMlx},
+    {"llama", "llama", "SmolLM2-135M-Instruct (embedded default)", "GGUF Q4_1"},
+    {"llama", "llama", "any llama GGUF / HF checkpoint", "GGUF, safetensors bf16, MLX affine"},
+    {"qwen3_5", "qwen3_5", "Qwen3.5 / 3.8 dense hybrid", "MLX affine, safetensors bf16"},
+    {"flash_next", "qwen4_exp", "Qwen3.8 Flash Next", "MLX affine, safetensors bf16"},
+    {"nemotron_h", "nemotron_h", "Nemotron 3.5 Lightning", "MLX affine, safetensors bf16"},
+    {"glm_moe", "glm5_next", "GLM-5.3-Flash", "MLX affine, safetensors bf16"},
+    {"gemma4", "gemma4", "Gemma 4 26B-A4B", "MLX affine, safetensors bf16"},
+    {"deepseek_v4", "deepseek_v4", "DeepSeek-V4-Flash", "MLX affine, safetensors bf16"},
+    {"qwen3_5", "qwen3_5", "Ternary Bonsai 2 27B (mlx-2bit)", "MLX affine 2-bit g128"},
 }};
 }  // namespace
 

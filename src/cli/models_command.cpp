@@ -45,7 +45,8 @@ Command add_models_command(CLI::App& app) {
   return {sub, [] {
             fmt::print("{:<12} {:<12} {:<42} {:<36} {}\n", "FAMILY", "MODEL_TYPE", "CHECKPOINT", "FORMAT", "STATUS");
             for (const auto& k : known_checkpoints())
-              fmt::print("{:<12} {:<12} {:<42} {:<36} {}\n", k.family, k.model_type, k.checkpoint, k.format, k.status);
+              fmt::print("{:<12} {:<12} {:<42} {:<36} {}\n", k.family, k.model_type, k.checkpoint, k.format,
+                         serving_status(std::string(k.model_type)));
             fmt::print("\nmodel cache: {}\n", model_cache_dir());
             print_cached(hub::hub_settings_from_env().cache_dir);
             return 0;

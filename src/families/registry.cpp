@@ -45,6 +45,11 @@ const char* serving_family(const std::string& architecture) {
 
 bool family_serves(const std::string& architecture) { return find_family(architecture) != nullptr; }
 
+std::string serving_status(const std::string& architecture) {
+  const auto* f = find_family(architecture);
+  return f ? f->works : "not supported yet";
+}
+
 std::string serving_summary(const std::string& architecture) {
   const auto* f = find_family(architecture);
   return f ? std::string(f->family) + ": " + f->works : "not served yet";

@@ -14,6 +14,9 @@ const char* serving_family(const std::string& architecture);
 // Whether some family serves checkpoints of this architecture.
 bool family_serves(const std::string& architecture);
 
+// What serves today ("serves on MLX and CUDA", ...), or "not supported yet" (tensorfold models).
+std::string serving_status(const std::string& architecture);
+
 // "FAMILY: what serves today", or "not served yet" (tensorfold info).
 std::string serving_summary(const std::string& architecture);
 

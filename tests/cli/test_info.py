@@ -341,6 +341,10 @@ def test_models_prints_a_table(tensorfold, tmp_path):
         rows.append(cells)
     assert len(rows) >= 2
     assert ["llama", "llama", "SmolLM2-135M-Instruct (embedded default)", "GGUF Q4_1"] == rows[0][:4]
+    # The status comes from the families' registry, the list load_model() dispatches on.
+    assert rows[0][4] == "serves on MLX and CUDA"
+    assert [r[4] for r in rows if r[1] == "qwen3_5"][0].startswith("serves on MLX")
+    assert [r[4] for r in rows if r[1] == "gemma4"] == ["not supported yet"]
     assert f"model cache: {tmp_path / 'cache'}" in lines
 
 

@@ -24,7 +24,7 @@ def test_models_lists_cached_checkpoints(tensorfold, hub, hub_env, cache):
 def test_models_table_says_llama_serves(tensorfold, hub_env):
     r = tensorfold("models", env=hub_env())
     first = r.stdout.splitlines()[1]
-    assert first.split()[0] == "llama" and first.rstrip().endswith("serves (MLX and CUDA)"), first
+    assert first.split()[0] == "llama" and first.rstrip().endswith("serves on MLX and CUDA"), first
 
 
 def test_info_of_an_uncached_gguf_repo_reads_the_header_only(tensorfold, hub, hub_env, cache):
