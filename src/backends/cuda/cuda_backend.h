@@ -31,8 +31,6 @@ class CudaBackend : public Backend {
   // A 1-row dense weight (a norm) is float32 around 1.
   virtual DeviceWeight random_weight(std::int64_t rows, std::int64_t cols, int bits, int group, HostDType dtype,
                                      std::uint64_t seed) = 0;
-  // A float32 [rows, cols] tensor from host data.
-  virtual Tensor from_host(std::span<const float> data, std::int64_t rows, std::int64_t cols) = 0;
   // The engine's sampling function on the device, one token per row of logits [rows, vocab].
   virtual std::vector<std::int32_t> sample(const Tensor& logits, std::span<const cuda::SampleArgs> args) = 0;
   virtual cuda::WeightView weight_view(const DeviceWeight& w) const = 0;
