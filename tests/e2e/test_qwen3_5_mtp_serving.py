@@ -22,17 +22,10 @@ from pathlib import Path
 import pytest
 
 from ._serve import start_serve
-from .test_qwen3_5_serving import generate
+from .test_qwen3_5_serving import PROMPTS, SEEDS, generate  # the same prompts and seeds
 
 GOLDENS = Path(__file__).resolve().parents[1] / "goldens" / "qwen3_5"
 CHECKPOINT = GOLDENS / "bf16-mtp"
-PROMPTS = [
-    "Repeat: abc abc abc abc abc abc",
-    "Copy this exactly: the cat sat on the mat, the cat sat on the mat.",
-    "1 2 3 4 5 6 7 8 9 10 1 2 3 4 5",
-    "Hello!",
-    "xyzzy plugh xyzzy plugh xyzzy",
-]
 SAMPLING = [
     {"temperature": 0.0},
     {"temperature": 0.7},
@@ -41,7 +34,6 @@ SAMPLING = [
     {"temperature": 1.0, "top_k": 0, "top_p": 1.0},
     {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.05},
 ]
-SEEDS = [1, 2]
 CASES = list(itertools.product(range(len(PROMPTS)), range(len(SAMPLING)), SEEDS))  # 60 cases
 _totals = defaultdict(lambda: {"drafted": 0, "accepted": 0, "cases": 0, "mixed": 0})
 
