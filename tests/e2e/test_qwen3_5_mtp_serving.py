@@ -16,13 +16,12 @@ from __future__ import annotations
 import itertools
 import subprocess
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from ._serve import start_serve
-from .test_qwen3_5_serving import PROMPTS, SEEDS, generate  # the same prompts and seeds
+from .test_qwen3_5_serving import PROMPTS, SEEDS, concurrent_ids, generate  # the same prompts and seeds
 
 GOLDENS = Path(__file__).resolve().parents[1] / "goldens" / "qwen3_5"
 CHECKPOINT = GOLDENS / "bf16-mtp"
@@ -60,15 +59,7 @@ def test_mtp_drafted_equals_serial_and_concurrent(mtp_server, prompt_i, sampling
     assert serial_counters["drafted"] == 0
     assert counters["drafted"] > 0
     assert drafted == serial
-    others = [(PROMPTS[(prompt_i + k) % len(PROMPTS)], SAMPLING[(sampling_i + k) % len(SAMPLING)], seed + 10 * k)
-              for k in (1, 2, 3)]
-    with ThreadPoolExecutor(4) as pool:
-        futures = [pool.submit(generate, client, model, prompt, sampling, seed, True)]
-        futures += [pool.submit(generate, client, model, p, s, sd, True) for p, s, sd in others]
-        concurrent = futures[0].result()[0]
-        for f in futures[1:]:
-            f.result()
-    assert concurrent == serial
+    assert concurrent_ids(client, model, prompt_i, sampling_i, seed, SAMPLING) == serial
     t = _totals[sampling_i]
     t["drafted"] += counters["drafted"]
     t["accepted"] += counters["accepted"]

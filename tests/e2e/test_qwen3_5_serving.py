@@ -53,6 +53,19 @@ def generate(client, model, prompt, sampling, seed, draft):
     return r.choices[0].model_extra["token_ids"], r.usage.model_extra["tensorfold"]
 
 
+def concurrent_ids(client, model, prompt_i, sampling_i, seed, settings):
+    """The token ids of case (prompt_i, settings[sampling_i], seed) run beside three other drafting requests
+    (other prompts, settings and seeds)."""
+    others = [(PROMPTS[(prompt_i + k) % len(PROMPTS)], settings[(sampling_i + k) % len(settings)], seed + 10 * k)
+              for k in (1, 2, 3)]
+    with ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(generate, client, model, PROMPTS[prompt_i], settings[sampling_i], seed, True)]
+        futures += [pool.submit(generate, client, model, p, s, sd, True) for p, s, sd in others]
+        for f in futures[1:]:
+            f.result()
+        return futures[0].result()[0]
+
+
 def test_startup_report_names_the_family(qwen_server):
     assert "family    qwen3_5" in qwen_server.report
     assert "bytes of fixed state" in qwen_server.report
@@ -68,16 +81,7 @@ def test_drafted_equals_serial_and_concurrent(qwen_server, prompt_i, sampling_i,
     drafted, counters = generate(client, model, prompt, sampling, seed, draft=True)
     assert serial_counters["drafted"] == 0
     assert drafted == serial
-    # The same request beside three others (other prompts and seeds), all drafting.
-    others = [(PROMPTS[(prompt_i + k) % len(PROMPTS)], SAMPLING[(sampling_i + k) % len(SAMPLING)], seed + 10 * k)
-              for k in (1, 2, 3)]
-    with ThreadPoolExecutor(4) as pool:
-        futures = [pool.submit(generate, client, model, prompt, sampling, seed, True)]
-        futures += [pool.submit(generate, client, model, p, s, sd, True) for p, s, sd in others]
-        concurrent = futures[0].result()[0]
-        for f in futures[1:]:
-            f.result()
-    assert concurrent == serial
+    assert concurrent_ids(client, model, prompt_i, sampling_i, seed, SAMPLING) == serial
     _totals["drafted"] += counters["drafted"]
     _totals["accepted"] += counters["accepted"]
     _totals["rejected_rounds"] += 1 if counters["accepted"] < counters["drafted"] else 0
