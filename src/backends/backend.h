@@ -37,6 +37,7 @@ struct DeviceWeight {
   int bits = 0;           // 0: dense
   int group_size = 0;
   std::int64_t rows = 0, cols = 0;  // logical [out, in]
+  std::size_t bytes = 0;            // memory it holds, where the backend says (0: estimated from the shape)
   bool quantized() const { return bits != 0; }
 };
 

@@ -83,6 +83,7 @@ DeviceWeight WeightSource::dense(const std::string& name, std::int64_t rows, std
 }
 
 std::size_t device_weight_bytes(const DeviceWeight& w) {
+  if (w.bytes != 0) return w.bytes;
   const auto elems = static_cast<std::size_t>(w.rows * w.cols);
   if (!w.quantized()) return elems * 4;
   const auto groups = elems / static_cast<std::size_t>(w.group_size);

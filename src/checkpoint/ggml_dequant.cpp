@@ -40,24 +40,46 @@ void q8_0(const std::uint8_t* b, float* y) {  // {f16 d, i8 qs[32]}
   for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(static_cast<std::int8_t>(b[2 + j])) * d;
 }
 
+// Q4_K and Q5_K: the 6-bit scale and min of sub-block j (of 8) from the 12 packed bytes.
+void k_scale_min(const std::uint8_t* s, int j, int& sc, int& m) {
+  if (j < 4) {
+    sc = s[j] & 63;
+    m = s[j + 4] & 63;
+  } else {
+    sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
+    m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
 void q4_k(const std::uint8_t* b, float* y) {  // {f16 d, f16 dmin, u8 scales[12], u8 qs[128]}
   const float d = f16_at(b), dmin = f16_at(b + 2);
-  const std::uint8_t* s = b + 4;
   const std::uint8_t* qs = b + 16;
-  for (int j = 0; j < 8; ++j) {  // 6-bit scale and min of sub-block j
+  for (int j = 0; j < 8; ++j) {
     int sc, m;
-    if (j < 4) {
-      sc = s[j] & 63;
-      m = s[j + 4] & 63;
-    } else {
-      sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
-      m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
+    k_scale_min(b + 4, j, sc, m);
     const float ds = d * static_cast<float>(sc);
     const float dm = dmin * static_cast<float>(m);
     const std::uint8_t* q = qs + 32 * (j / 2);  // sub-blocks 2c and 2c+1 share bytes: low then high nibble
     const int shift = (j % 2) * 4;
     for (int l = 0; l < 32; ++l) y[32 * j + l] = ds * static_cast<float>((q[l] >> shift) & 0x0f) - dm;
+  }
+}
+
+void q5_k(const std::uint8_t* b, float* y) {  // {f16 d, f16 dmin, u8 scales[12], u8 qh[32], u8 qs[128]}
+  const float d = f16_at(b), dmin = f16_at(b + 2);
+  const std::uint8_t* qh = b + 16;
+  const std::uint8_t* qs = b + 48;
+  for (int j = 0; j < 8; ++j) {
+    int sc, m;
+    k_scale_min(b + 4, j, sc, m);
+    const float ds = d * static_cast<float>(sc);
+    const float dm = dmin * static_cast<float>(m);
+    const std::uint8_t* q = qs + 32 * (j / 2);
+    const int shift = (j % 2) * 4;
+    for (int l = 0; l < 32; ++l) {  // the fifth bit of sub-block j's element l is bit j of qh[l]
+      const int code = ((q[l] >> shift) & 0x0f) | (((qh[l] >> j) & 1) << 4);
+      y[32 * j + l] = ds * static_cast<float>(code) - dm;
+    }
   }
 }
 
@@ -110,6 +132,7 @@ void dequantize_ggml(GgmlType type, std::span<const std::uint8_t> data, std::spa
     case GgmlType::Q4_1: block_fn = q4_1; break;
     case GgmlType::Q8_0: block_fn = q8_0; break;
     case GgmlType::Q4_K: block_fn = q4_k; break;
+    case GgmlType::Q5_K: block_fn = q5_k; break;
     case GgmlType::Q6_K: block_fn = q6_k; break;
     default: throw std::invalid_argument("unreachable ggml type");
   }

@@ -11,7 +11,7 @@ constexpr std::array<GgmlTypeInfo, 34> kTypes{{
     {T::Q5_0, "Q5_0", 32, 22, false},    {T::Q5_1, "Q5_1", 32, 24, false},
     {T::Q8_0, "Q8_0", 32, 34, true},     {T::Q8_1, "Q8_1", 32, 40, false},
     {T::Q2_K, "Q2_K", 256, 84, false},   {T::Q3_K, "Q3_K", 256, 110, false},
-    {T::Q4_K, "Q4_K", 256, 144, true},   {T::Q5_K, "Q5_K", 256, 176, false},
+    {T::Q4_K, "Q4_K", 256, 144, true},   {T::Q5_K, "Q5_K", 256, 176, true},
     {T::Q6_K, "Q6_K", 256, 210, true},   {T::Q8_K, "Q8_K", 256, 292, false},
     {T::IQ2_XXS, "IQ2_XXS", 256, 66, false}, {T::IQ2_XS, "IQ2_XS", 256, 74, false},
     {T::IQ3_XXS, "IQ3_XXS", 256, 98, false}, {T::IQ1_S, "IQ1_S", 256, 50, false},

@@ -1,5 +1,7 @@
 #include "backends/cuda/cuda_weights.h"
 
+#include "checkpoint/weight_forms.h"
+
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -102,6 +104,8 @@ void add_tiled_scale_bias(DeviceWeight& d, cudaStream_t stream) {
 }  // namespace
 
 DeviceWeight upload_weight(const HostWeight& w) {
+  // GGUF blocks: Q4_0/Q4_1/Q8_0 as 4/8-bit affine groups (the tensor-core kernels), other types dense.
+  if (w.ggml_blocks()) return upload_weight(portable_weight(w));
   DeviceWeight d;
   d.rows = w.rows;
   d.cols = w.cols;

@@ -5,11 +5,14 @@
 #include "backends/mlx/kernels/gated_delta.h"
 #include "backends/mlx/kernels/invariant_attention.h"
 #include "backends/mlx/kernels/invariant_matmul.h"
+#include "backends/mlx/kernels/quantized_matrix.h"
+#include "checkpoint/weight_forms.h"
 
 #include <unistd.h>
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 namespace tf {
@@ -28,6 +31,17 @@ const mx::array& arr(const Tensor& t) {
   return impl->array;
 }
 Tensor wrap(mx::array a) { return Tensor(std::make_shared<MlxTensor>(std::move(a))); }
+
+// A quantized weight on the CPU, in its checkpoint's packing; the kernels in kernels/quantized_matrix.h read it.
+struct CpuQuantized final : Tensor::Impl {
+  explicit CpuQuantized(QuantizedMatrix m) : matrix(std::move(m)) {}
+  QuantizedMatrix matrix;
+};
+
+const QuantizedMatrix* cpu_quantized(const DeviceWeight& w) {
+  auto* impl = dynamic_cast<CpuQuantized*>(w.data.impl());
+  return impl != nullptr ? &impl->matrix : nullptr;
+}
 
 // Decode and verify windows up to this many rows take the row-invariant kernels (kernels/), so a row's
 // logits are the same bits alone and inside a window; longer (prefill) chunks take MLX's BLAS path.
@@ -345,17 +359,27 @@ mx::array attend_run(KvCache& cache, int layer, const mx::array& q, const mx::ar
 
 class MlxBackend final : public Backend {
  public:
-  // MLX's CPU quantized matmul is far slower than its float32 BLAS path (tens of times at prefill; measured
-  // in docs/benchmarks.md), so on the CPU quantized weights are dequantized once at load. Metal keeps them
-  // quantized.
-  MlxBackend() : dequantize_at_load_(!mx::is_available(mx::Device::gpu)) {}
+  // On the CPU, quantized weights stay in their checkpoint's packing and run on kernels/quantized_matrix.h's
+  // row-invariant kernels (MLX's own CPU quantized matmul is tens of times slower than float BLAS and not
+  // row-invariant). Metal takes MLX's quantized kernels.
+  MlxBackend() : cpu_(!mx::is_available(mx::Device::gpu)) {}
 
   std::string name() const override { return "mlx"; }
 
-  DeviceWeight upload(const HostWeight& w) override {
+  DeviceWeight upload(const HostWeight& given) override {
     DeviceWeight d;
-    d.rows = w.rows;
-    d.cols = w.cols;
+    d.rows = given.rows;
+    d.cols = given.cols;
+    if (cpu_ && given.bits != 0) {
+      if (auto q = cpu_matrix(given)) {
+        d.bits = q->bits;
+        d.group_size = q->group;
+        d.bytes = q->bytes();
+        d.data = Tensor(std::make_shared<CpuQuantized>(std::move(*q)));
+        return d;
+      }
+    }
+    const HostWeight w = portable_weight(given);
     const int rows = static_cast<int>(w.rows), cols = static_cast<int>(w.cols);
     if (w.bits == 0) {
       // Dense weights are held as float32: activations are float32 and MLX's CPU path is fastest there.
@@ -365,9 +389,9 @@ class MlxBackend final : public Backend {
       auto packed = from_bytes(w.data, {rows, cols * w.bits / 32}, mx::uint32);
       auto scales = from_bytes(w.scales, {rows, groups}, mlx_dtype(w.dtype));
       auto biases = from_bytes(w.biases, {rows, groups}, mlx_dtype(w.dtype));
-      if (dequantize_at_load_) {
-        // In the scales' own type, as MLX computes a quantized weight (scale * q and + bias each rounded to it:
-        // bf16 scales give bf16 weights), then widened to float32 exactly.
+      if (cpu_) {
+        // A layout without a CPU kernel (quantized_matrix() says which): dequantized once, in the scales' own
+        // type as MLX computes it, then widened to float32 exactly.
         d.data = wrap(mx::astype(mx::dequantize(packed, scales, biases, w.group_size, w.bits), mx::float32));
       } else {
         scales = mx::astype(scales, mx::float32);
@@ -382,6 +406,7 @@ class MlxBackend final : public Backend {
     std::vector<mx::array> to_eval = {arr(d.data)};
     if (d.quantized()) to_eval.insert(to_eval.end(), {arr(d.scales), arr(d.biases)});
     mx::eval(to_eval);
+    for (const auto& a : to_eval) d.bytes += a.nbytes();
     return d;
   }
 
@@ -390,6 +415,11 @@ class MlxBackend final : public Backend {
   }
 
   Tensor embed(const DeviceWeight& table, std::span<const std::int32_t> ids) override {
+    if (const auto* q = cpu_quantized(table)) {
+      auto* rows = new float[ids.size() * static_cast<std::size_t>(q->cols)];
+      dequantize_rows(*q, ids, rows);
+      return wrap(adopt(rows, {static_cast<int>(ids.size()), static_cast<int>(q->cols)}));
+    }
     mx::array idx(ids.begin(), {static_cast<int>(ids.size())}, mx::int32);
     if (!table.quantized()) return wrap(mx::take(arr(table.data), idx, 0));
     auto rows = mx::take(arr(table.data), idx, 0);
@@ -404,6 +434,12 @@ class MlxBackend final : public Backend {
 
   Tensor linear(const Tensor& x, const DeviceWeight& w) override {
     const int rows = arr(x).shape(0);
+    if (const auto* q = cpu_quantized(w)) {
+      const auto xs = host_f32(arr(x));
+      auto* y = new float[static_cast<std::size_t>(rows) * static_cast<std::size_t>(w.rows)];
+      quantized_matmul(xs.data<float>(), rows, *q, y);
+      return wrap(adopt(y, {rows, static_cast<int>(w.rows)}));
+    }
     if (!w.quantized() && rows <= kInvariantRows) {
       const auto xs = host_f32(arr(x));
       auto* y = new float[static_cast<std::size_t>(rows * w.rows)];
@@ -523,7 +559,7 @@ class MlxBackend final : public Backend {
     return wrap(mx::concatenate(out, 0));
   }
 
-  std::int64_t invariant_rows() const override { return dequantize_at_load_ ? kInvariantRows : 1; }
+  std::int64_t invariant_rows() const override { return cpu_ ? kInvariantRows : 1; }
 
   Tensor last_rows(const Tensor& x, std::int64_t n) override {
     const auto& a = arr(x);
@@ -550,7 +586,17 @@ class MlxBackend final : public Backend {
   }
 
  private:
-  bool dequantize_at_load_;
+  // The weight for the CPU kernels, or nullopt for a layout they do not cover.
+  static std::optional<QuantizedMatrix> cpu_matrix(const HostWeight& w) {
+    try {
+      return quantized_matrix(w);
+    } catch (const std::invalid_argument&) {
+      if (w.ggml_blocks()) throw;  // every GGUF block type the reader passes on has a kernel
+      return std::nullopt;
+    }
+  }
+
+  bool cpu_;
 };
 
 }  // namespace

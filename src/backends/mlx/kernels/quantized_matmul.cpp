@@ -1,0 +1,64 @@
+// The row-invariant product of float32 activations with a quantized matrix (quantized_matrix.h), on the CPU.
+//
+// The arithmetic, per output y[m, n] (row m of x, weight row n):
+// - GGUF blocks. Each block decodes into integer codes and, per sub-block of 16 or 32 elements, a scale and a
+//   min (element = scale * code + min; Q8_0 and Q6_K have signed codes and no min). The codes are exact floats,
+//   so the sub-block's dot  inner = sum_j code_j * x_j  runs over 8 lanes (lane l takes j = l, l+8, ...), then
+//   acc += scale * inner (lane-wise), and separately  mins += min * sum_j x_j  in sub-block order, where
+//   sum_j x_j is computed once per row of x. y = (acc's lanes summed in a fixed tree) + mins. This is the
+//   factoring llama.cpp uses, with float activations instead of its 8-bit ones: activations are never
+//   quantized, so the result is as close to the float model as a float32 sum can be.
+// - MLX affine codes. Each weight is computed exactly as MLX dequantizes it, w = rnd(rnd(scale * q) + bias)
+//   in the checkpoint's scale type, and acc += w * x over 8 lanes in element order; y = acc's lanes summed.
+// Every step depends only on the weight row and the row of x: blocking four rows of x per decoded weight row
+// and spreading columns over threads change which core computes a value, never its operations. So a row has
+// the same bits whatever rows share the call (the decode and verify windows' row invariance), at any thread
+// count. On x86 with AVX2 + FMA + F16C the lane steps are fused multiply-adds; elsewhere they are a multiply
+// then an add (the build compiles this file with -ffp-contract=off, so nothing else is fused). Which of the two
+// runs is fixed for a machine, checked once.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "backends/mlx/kernels/quantized_matrix.h"
+#include "checkpoint/half_float.h"
+
+namespace tf {
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
+namespace quant_avx2 {
+#include "backends/mlx/kernels/quantized_simd_avx2.inc"
+#include "backends/mlx/kernels/quantized_matmul_body.inc"
+}  // namespace quant_avx2
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#define TF_QUANT_HAVE_AVX2 1
+#endif
+
+namespace quant_portable {
+#include "backends/mlx/kernels/quantized_simd_portable.inc"
+#include "backends/mlx/kernels/quantized_matmul_body.inc"
+}  // namespace quant_portable
+
+void quantized_matmul(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y) {
+#ifdef TF_QUANT_HAVE_AVX2
+  static const bool avx2 =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  if (avx2) return quant_avx2::matmul(x, rows, w, y);
+#endif
+  quant_portable::matmul(x, rows, w, y);
+}
+
+}  // namespace tf

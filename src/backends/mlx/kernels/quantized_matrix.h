@@ -1,0 +1,40 @@
+#pragma once
+// A quantized weight matrix held on the CPU in its checkpoint's own packing (GGUF blocks as the file stores
+// them, MLX affine codes as packed), and its row-invariant product with float32 activations. The product is
+// what decode and verify windows run on the CPU: a row of the result has the same bits whatever rows share the
+// call and whichever thread computes it (ARCHITECTURE §4). The arithmetic is in quantized_matmul.cpp.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "checkpoint/host_weight.h"
+
+namespace tf {
+
+enum class QuantLayout : std::uint8_t { Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K, Affine };
+
+struct QuantizedMatrix {
+  QuantLayout layout = QuantLayout::Affine;
+  std::int64_t rows = 0, cols = 0;  // [out, in]
+  int bits = 0;                     // affine: code width, 2 to 8
+  int group = 0;                    // affine: elements per scale and bias; GGUF: elements per block
+  HostDType scale_dtype = HostDType::F32;  // affine: the checkpoint's scale type (MLX dequantizes in it)
+  std::vector<std::uint8_t> data;         // GGUF: the blocks, row after row; affine: rows*cols*bits/8 code bytes
+  std::vector<float> scales, biases;      // affine: rows * cols/group, exact widenings of the checkpoint's
+
+  std::size_t row_bytes() const;
+  std::size_t bytes() const;  // held in memory
+};
+
+// From a HostWeight of GGUF blocks (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K) or affine codes (bits 2, 3, 4, 5, 6
+// or 8; groups of 32, 64 or 128). Throws std::invalid_argument for anything else.
+QuantizedMatrix quantized_matrix(HostWeight w);
+
+// y[m, n] = sum_k x[m, k] * w[n, k] for `rows` rows of x [rows, cols] (row-major float32); y is [rows, w.rows].
+void quantized_matmul(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y);
+
+// Rows `ids` of w as float32 values, one after the other, exactly as the reference dequantizes them:
+// ggml_dequant.h for GGUF blocks; for affine codes MLX's rounding, rnd(rnd(scale * q) + bias) in the scale type.
+void dequantize_rows(const QuantizedMatrix& w, std::span<const std::int32_t> ids, float* out);
+
+}  // namespace tf

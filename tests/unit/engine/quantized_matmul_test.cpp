@@ -1,0 +1,182 @@
+// The CPU product with quantized weights (backends/mlx/kernels/quantized_matrix.h): each row of a call has the
+// same bits alone, inside windows of any size and at any thread count, and the result is the float product
+// with the reference-dequantized weights to float32 accuracy.
+#include "backends/mlx/kernels/quantized_matrix.h"
+
+#include <gtest/gtest.h>
+#include <mlx/mlx.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "checkpoint/ggml_types.h"
+#include "checkpoint/half_float.h"
+
+namespace tf {
+namespace {
+
+std::vector<float> randn(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d;
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+void put_half(std::uint8_t* p, float v) {
+  const std::uint16_t h = f32_to_f16(v);
+  std::memcpy(p, &h, 2);
+}
+
+// Random GGUF blocks: random code bytes, finite f16 scales of the size real checkpoints have.
+HostWeight random_blocks(GgmlType type, std::int64_t rows, std::int64_t cols, std::uint32_t seed) {
+  const auto info = *ggml_type_info(static_cast<std::uint32_t>(type));
+  HostWeight w;
+  w.name = std::string(info.name);
+  w.rows = rows;
+  w.cols = cols;
+  w.shape = {rows, cols};
+  w.block_type = type;
+  w.group_size = static_cast<int>(info.block_elements);
+  w.bits = 4;
+  const auto blocks = static_cast<std::size_t>(rows * cols / info.block_elements);
+  w.data.resize(blocks * info.block_bytes);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.002f, 0.03f);
+  for (auto& b : w.data) b = static_cast<std::uint8_t>(byte(rng));
+  for (std::size_t i = 0; i < blocks; ++i) {
+    std::uint8_t* b = w.data.data() + i * info.block_bytes;
+    switch (type) {
+      case GgmlType::Q4_1:
+      case GgmlType::Q4_K:
+      case GgmlType::Q5_K: put_half(b, scale(rng)); put_half(b + 2, scale(rng)); break;
+      case GgmlType::Q6_K: put_half(b + 208, scale(rng)); break;
+      default: put_half(b, scale(rng)); break;
+    }
+  }
+  return w;
+}
+
+HostWeight random_affine(int bits, int group, HostDType dtype, std::int64_t rows, std::int64_t cols,
+                         std::uint32_t seed) {
+  HostWeight w;
+  w.name = "affine";
+  w.rows = rows;
+  w.cols = cols;
+  w.shape = {rows, cols};
+  w.bits = bits;
+  w.group_size = group;
+  w.dtype = dtype;
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  w.data.resize(static_cast<std::size_t>(rows * cols * bits / 8));
+  for (auto& b : w.data) b = static_cast<std::uint8_t>(byte(rng));
+  const auto groups = static_cast<std::size_t>(rows * cols / group);
+  std::uniform_real_distribution<float> scale(0.002f, 0.03f), bias(-0.2f, 0.2f);
+  const std::size_t size = dtype == HostDType::F32 ? 4 : 2;
+  w.scales.resize(groups * size);
+  w.biases.resize(groups * size);
+  for (std::size_t g = 0; g < groups; ++g) {
+    for (auto [vec, v] : {std::pair{&w.scales, scale(rng)}, std::pair{&w.biases, bias(rng)}}) {
+      std::uint8_t* p = vec->data() + g * size;
+      if (dtype == HostDType::F32) {
+        std::memcpy(p, &v, 4);
+      } else {
+        const std::uint16_t h = dtype == HostDType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
+        std::memcpy(p, &h, 2);
+      }
+    }
+  }
+  return w;
+}
+
+// Row invariance (alone == in a window, every window size, 1 and 2 threads) and accuracy against a double
+// product with the reference-dequantized weights.
+void check_product(const QuantizedMatrix& q, const std::string& what) {
+  const std::int64_t n = q.rows, k = q.cols;
+  std::vector<std::int32_t> all(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) all[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i);
+  std::vector<float> w(static_cast<std::size_t>(n * k));
+  dequantize_rows(q, all, w.data());
+  const std::int64_t max_rows = 16;
+  const auto x = randn(static_cast<std::size_t>(max_rows * k), 7);
+  std::vector<float> alone(static_cast<std::size_t>(max_rows * n));
+  omp_set_num_threads(1);
+  for (std::int64_t r = 0; r < max_rows; ++r) quantized_matmul(x.data() + r * k, 1, q, alone.data() + r * n);
+  for (std::int64_t r = 0; r < max_rows; ++r) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      double exact = 0, magnitude = 0;
+      for (std::int64_t i = 0; i < k; ++i) {
+        const double p = static_cast<double>(x[r * k + i]) * w[j * k + i];
+        exact += p;
+        magnitude += std::fabs(p);
+      }
+      ASSERT_NEAR(alone[r * n + j], exact, 2e-6 * magnitude + 1e-30) << what << ": row " << r << ", column " << j;
+    }
+  }
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    for (std::int64_t rows : {2, 3, 4, 5, 8, 13, 16}) {
+      std::vector<float> window(static_cast<std::size_t>(rows * n), NAN);
+      quantized_matmul(x.data(), rows, q, window.data());
+      ASSERT_EQ(0, std::memcmp(window.data(), alone.data(), static_cast<std::size_t>(rows * n) * 4))
+          << what << ": a window of " << rows << " rows on " << threads << " threads";
+    }
+  }
+  omp_set_num_threads(omp_get_num_procs());
+}
+
+TEST(QuantizedMatmul, GgufBlocksAreRowInvariantAndAccurate) {
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    const auto info = *ggml_type_info(static_cast<std::uint32_t>(t));
+    for (std::int64_t cols : {std::int64_t{512}, std::int64_t{1536}}) {
+      const auto q = quantized_matrix(random_blocks(t, 37, cols, static_cast<std::uint32_t>(cols) + 1));
+      EXPECT_EQ(q.bytes(), static_cast<std::size_t>(37 * cols / info.block_elements * info.block_bytes));
+      check_product(q, std::string(info.name) + " x " + std::to_string(cols));
+    }
+  }
+}
+
+TEST(QuantizedMatmul, AffineCodesAreRowInvariantAndAccurate) {
+  for (int bits : {2, 3, 4, 5, 6, 8})
+    for (int group : {32, 64, 128})
+      for (HostDType dt : {HostDType::BF16, HostDType::F16, HostDType::F32}) {
+        const auto q = quantized_matrix(random_affine(bits, group, dt, 21, 384, static_cast<std::uint32_t>(bits * group)));
+        check_product(q, std::to_string(bits) + "-bit g" + std::to_string(group) + " dtype " +
+                             std::to_string(static_cast<int>(dt)));
+      }
+}
+
+// dequantize_rows of affine codes is MLX's own dequantization, bit for bit (what the kernel multiplies by).
+TEST(QuantizedMatmul, AffineRowsEqualMlxDequantize) {
+  namespace mx = mlx::core;
+  for (int bits : {2, 3, 4, 6, 8})
+    for (HostDType dt : {HostDType::BF16, HostDType::F16}) {
+      const int rows = 5, cols = 256, group = 64;
+      auto hw = random_affine(bits, group, dt, rows, cols, 99);
+      const auto mdt = dt == HostDType::F16 ? mx::float16 : mx::bfloat16;
+      auto packed = mx::array(reinterpret_cast<const std::uint32_t*>(hw.data.data()), {rows, cols * bits / 32});
+      auto scales = mx::view(mx::array(reinterpret_cast<const std::uint16_t*>(hw.scales.data()), {rows, cols / group}), mdt);
+      auto biases = mx::view(mx::array(reinterpret_cast<const std::uint16_t*>(hw.biases.data()), {rows, cols / group}), mdt);
+      auto ref = mx::astype(mx::dequantize(packed, scales, biases, group, bits), mx::float32);
+      mx::eval(ref);
+      const auto q = quantized_matrix(hw);
+      std::vector<float> ours(static_cast<std::size_t>(rows * cols));
+      const std::vector<std::int32_t> ids{0, 1, 2, 3, 4};
+      dequantize_rows(q, ids, ours.data());
+      ASSERT_EQ(0, std::memcmp(ours.data(), ref.data<float>(), ours.size() * 4)) << bits << "-bit";
+    }
+}
+
+TEST(QuantizedMatmul, RejectsLayoutsWithoutAKernel) {
+  auto w = random_affine(4, 16, HostDType::F16, 2, 64, 1);
+  EXPECT_THROW(quantized_matrix(w), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tf
