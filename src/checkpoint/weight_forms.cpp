@@ -98,8 +98,10 @@ HostWeight portable_weight(HostWeight w) {
   switch (w.block_type) {
     case GgmlType::Q4_0:
     case GgmlType::Q4_1:
-    case GgmlType::Q8_0: return affine_from_blocks(std::move(w));
-    default: return dense_from_blocks(std::move(w));
+    case GgmlType::Q8_0:
+      return affine_from_blocks(std::move(w));
+    default:
+      return dense_from_blocks(std::move(w));
   }
 }
 

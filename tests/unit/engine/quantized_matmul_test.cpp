@@ -54,9 +54,16 @@ HostWeight random_blocks(GgmlType type, std::int64_t rows, std::int64_t cols, st
     switch (type) {
       case GgmlType::Q4_1:
       case GgmlType::Q4_K:
-      case GgmlType::Q5_K: put_half(b, scale(rng)); put_half(b + 2, scale(rng)); break;
-      case GgmlType::Q6_K: put_half(b + 208, scale(rng)); break;
-      default: put_half(b, scale(rng)); break;
+      case GgmlType::Q5_K:
+        put_half(b, scale(rng));
+        put_half(b + 2, scale(rng));
+        break;
+      case GgmlType::Q6_K:
+        put_half(b + 208, scale(rng));
+        break;
+      default:
+        put_half(b, scale(rng));
+        break;
     }
   }
   return w;
@@ -95,40 +102,46 @@ HostWeight random_affine(int bits, int group, HostDType dtype, std::int64_t rows
   return w;
 }
 
+using Product = void (*)(const float*, std::int64_t, const QuantizedMatrix&, float*);
+
 // Row invariance (alone == in a window, every window size, 1 and 2 threads) and accuracy against a double
-// product with the reference-dequantized weights.
-void check_product(const QuantizedMatrix& q, const std::string& what) {
-  const std::int64_t n = q.rows, k = q.cols;
-  std::vector<std::int32_t> all(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) all[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i);
-  std::vector<float> w(static_cast<std::size_t>(n * k));
-  dequantize_rows(q, all, w.data());
-  const std::int64_t max_rows = 16;
-  const auto x = randn(static_cast<std::size_t>(max_rows * k), 7);
-  std::vector<float> alone(static_cast<std::size_t>(max_rows * n));
-  omp_set_num_threads(1);
-  for (std::int64_t r = 0; r < max_rows; ++r) quantized_matmul(x.data() + r * k, 1, q, alone.data() + r * n);
-  for (std::int64_t r = 0; r < max_rows; ++r) {
-    for (std::int64_t j = 0; j < n; ++j) {
-      double exact = 0, magnitude = 0;
-      for (std::int64_t i = 0; i < k; ++i) {
-        const double p = static_cast<double>(x[r * k + i]) * w[j * k + i];
-        exact += p;
-        magnitude += std::fabs(p);
+// product with the reference-dequantized weights, for the product this machine runs and the portable one.
+void check_product(const QuantizedMatrix& q, const std::string& name) {
+  for (auto [product, kind] : {std::pair<Product, const char*>{quantized_matmul, "native"},
+                               std::pair<Product, const char*>{quantized_matmul_portable, "portable"}}) {
+    const std::string what = name + " (" + kind + ")";
+    const std::int64_t n = q.rows, k = q.cols;
+    std::vector<std::int32_t> all(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) all[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i);
+    std::vector<float> w(static_cast<std::size_t>(n * k));
+    dequantize_rows(q, all, w.data());
+    const std::int64_t max_rows = 16;
+    const auto x = randn(static_cast<std::size_t>(max_rows * k), 7);
+    std::vector<float> alone(static_cast<std::size_t>(max_rows * n));
+    omp_set_num_threads(1);
+    for (std::int64_t r = 0; r < max_rows; ++r) product(x.data() + r * k, 1, q, alone.data() + r * n);
+    for (std::int64_t r = 0; r < max_rows; ++r) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        double exact = 0, magnitude = 0;
+        for (std::int64_t i = 0; i < k; ++i) {
+          const double p = static_cast<double>(x[r * k + i]) * w[j * k + i];
+          exact += p;
+          magnitude += std::fabs(p);
+        }
+        ASSERT_NEAR(alone[r * n + j], exact, 2e-6 * magnitude + 1e-30) << what << ": row " << r << ", column " << j;
       }
-      ASSERT_NEAR(alone[r * n + j], exact, 2e-6 * magnitude + 1e-30) << what << ": row " << r << ", column " << j;
     }
-  }
-  for (int threads : {1, 2}) {
-    omp_set_num_threads(threads);
-    for (std::int64_t rows : {2, 3, 4, 5, 8, 13, 16}) {
-      std::vector<float> window(static_cast<std::size_t>(rows * n), NAN);
-      quantized_matmul(x.data(), rows, q, window.data());
-      ASSERT_EQ(0, std::memcmp(window.data(), alone.data(), static_cast<std::size_t>(rows * n) * 4))
-          << what << ": a window of " << rows << " rows on " << threads << " threads";
+    for (int threads : {1, 2}) {
+      omp_set_num_threads(threads);
+      for (std::int64_t rows : {2, 3, 4, 5, 8, 13, 16}) {
+        std::vector<float> window(static_cast<std::size_t>(rows * n), NAN);
+        product(x.data(), rows, q, window.data());
+        ASSERT_EQ(0, std::memcmp(window.data(), alone.data(), static_cast<std::size_t>(rows * n) * 4))
+            << what << ": a window of " << rows << " rows on " << threads << " threads";
+      }
     }
+    omp_set_num_threads(omp_get_num_procs());
   }
-  omp_set_num_threads(omp_get_num_procs());
 }
 
 TEST(QuantizedMatmul, GgufBlocksAreRowInvariantAndAccurate) {
@@ -146,7 +159,8 @@ TEST(QuantizedMatmul, AffineCodesAreRowInvariantAndAccurate) {
   for (int bits : {2, 3, 4, 5, 6, 8})
     for (int group : {32, 64, 128})
       for (HostDType dt : {HostDType::BF16, HostDType::F16, HostDType::F32}) {
-        const auto q = quantized_matrix(random_affine(bits, group, dt, 21, 384, static_cast<std::uint32_t>(bits * group)));
+        const auto q =
+            quantized_matrix(random_affine(bits, group, dt, 21, 384, static_cast<std::uint32_t>(bits * group)));
         check_product(q, std::to_string(bits) + "-bit g" + std::to_string(group) + " dtype " +
                              std::to_string(static_cast<int>(dt)));
       }
@@ -161,8 +175,10 @@ TEST(QuantizedMatmul, AffineRowsEqualMlxDequantize) {
       auto hw = random_affine(bits, group, dt, rows, cols, 99);
       const auto mdt = dt == HostDType::F16 ? mx::float16 : mx::bfloat16;
       auto packed = mx::array(reinterpret_cast<const std::uint32_t*>(hw.data.data()), {rows, cols * bits / 32});
-      auto scales = mx::view(mx::array(reinterpret_cast<const std::uint16_t*>(hw.scales.data()), {rows, cols / group}), mdt);
-      auto biases = mx::view(mx::array(reinterpret_cast<const std::uint16_t*>(hw.biases.data()), {rows, cols / group}), mdt);
+      auto scales =
+          mx::view(mx::array(reinterpret_cast<const std::uint16_t*>(hw.scales.data()), {rows, cols / group}), mdt);
+      auto biases =
+          mx::view(mx::array(reinterpret_cast<const std::uint16_t*>(hw.biases.data()), {rows, cols / group}), mdt);
       auto ref = mx::astype(mx::dequantize(packed, scales, biases, group, bits), mx::float32);
       mx::eval(ref);
       const auto q = quantized_matrix(hw);

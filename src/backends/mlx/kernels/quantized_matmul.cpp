@@ -36,8 +36,11 @@ namespace tf {
 #pragma GCC target("avx2,fma,f16c")
 #endif
 namespace quant_avx2 {
+// The operations first, then the body written over them (kept in this order).
+// clang-format off
 #include "backends/mlx/kernels/quantized_simd_avx2.inc"
 #include "backends/mlx/kernels/quantized_matmul_body.inc"
+// clang-format on
 }  // namespace quant_avx2
 #if defined(__clang__)
 #pragma clang attribute pop
@@ -48,8 +51,10 @@ namespace quant_avx2 {
 #endif
 
 namespace quant_portable {
+// clang-format off
 #include "backends/mlx/kernels/quantized_simd_portable.inc"
 #include "backends/mlx/kernels/quantized_matmul_body.inc"
+// clang-format on
 }  // namespace quant_portable
 
 void quantized_matmul(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y) {
@@ -58,6 +63,10 @@ void quantized_matmul(const float* x, std::int64_t rows, const QuantizedMatrix& 
       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   if (avx2) return quant_avx2::matmul(x, rows, w, y);
 #endif
+  quant_portable::matmul(x, rows, w, y);
+}
+
+void quantized_matmul_portable(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y) {
   quant_portable::matmul(x, rows, w, y);
 }
 

@@ -12,26 +12,40 @@ namespace {
 
 QuantLayout layout_of(GgmlType t) {
   switch (t) {
-    case GgmlType::Q4_0: return QuantLayout::Q4_0;
-    case GgmlType::Q4_1: return QuantLayout::Q4_1;
-    case GgmlType::Q8_0: return QuantLayout::Q8_0;
-    case GgmlType::Q4_K: return QuantLayout::Q4_K;
-    case GgmlType::Q5_K: return QuantLayout::Q5_K;
-    case GgmlType::Q6_K: return QuantLayout::Q6_K;
-    default: break;
+    case GgmlType::Q4_0:
+      return QuantLayout::Q4_0;
+    case GgmlType::Q4_1:
+      return QuantLayout::Q4_1;
+    case GgmlType::Q8_0:
+      return QuantLayout::Q8_0;
+    case GgmlType::Q4_K:
+      return QuantLayout::Q4_K;
+    case GgmlType::Q5_K:
+      return QuantLayout::Q5_K;
+    case GgmlType::Q6_K:
+      return QuantLayout::Q6_K;
+    default:
+      break;
   }
   throw std::invalid_argument("no CPU kernel for GGUF " + std::string(ggml_type_name(t)) + " blocks");
 }
 
 GgmlType ggml_of(QuantLayout l) {
   switch (l) {
-    case QuantLayout::Q4_0: return GgmlType::Q4_0;
-    case QuantLayout::Q4_1: return GgmlType::Q4_1;
-    case QuantLayout::Q8_0: return GgmlType::Q8_0;
-    case QuantLayout::Q4_K: return GgmlType::Q4_K;
-    case QuantLayout::Q5_K: return GgmlType::Q5_K;
-    case QuantLayout::Q6_K: return GgmlType::Q6_K;
-    case QuantLayout::Affine: break;
+    case QuantLayout::Q4_0:
+      return GgmlType::Q4_0;
+    case QuantLayout::Q4_1:
+      return GgmlType::Q4_1;
+    case QuantLayout::Q8_0:
+      return GgmlType::Q8_0;
+    case QuantLayout::Q4_K:
+      return GgmlType::Q4_K;
+    case QuantLayout::Q5_K:
+      return GgmlType::Q5_K;
+    case QuantLayout::Q6_K:
+      return GgmlType::Q6_K;
+    case QuantLayout::Affine:
+      break;
   }
   throw std::logic_error("affine codes are not GGUF blocks");
 }
@@ -42,9 +56,17 @@ std::vector<float> widen(const std::vector<std::uint8_t>& bytes, HostDType dt) {
   for (std::size_t i = 0; i < out.size(); ++i) {
     std::uint16_t h = 0;
     switch (dt) {
-      case HostDType::F32: std::memcpy(&out[i], bytes.data() + 4 * i, 4); break;
-      case HostDType::F16: std::memcpy(&h, bytes.data() + 2 * i, 2); out[i] = f16_to_f32(h); break;
-      case HostDType::BF16: std::memcpy(&h, bytes.data() + 2 * i, 2); out[i] = bf16_to_f32(h); break;
+      case HostDType::F32:
+        std::memcpy(&out[i], bytes.data() + 4 * i, 4);
+        break;
+      case HostDType::F16:
+        std::memcpy(&h, bytes.data() + 2 * i, 2);
+        out[i] = f16_to_f32(h);
+        break;
+      case HostDType::BF16:
+        std::memcpy(&h, bytes.data() + 2 * i, 2);
+        out[i] = bf16_to_f32(h);
+        break;
     }
   }
   return out;
@@ -52,9 +74,12 @@ std::vector<float> widen(const std::vector<std::uint8_t>& bytes, HostDType dt) {
 
 float round_to(float v, HostDType dt) {
   switch (dt) {
-    case HostDType::F16: return f16_to_f32(f32_to_f16(v));
-    case HostDType::BF16: return bf16_to_f32(f32_to_bf16(v));
-    case HostDType::F32: break;
+    case HostDType::F16:
+      return f16_to_f32(f32_to_f16(v));
+    case HostDType::BF16:
+      return bf16_to_f32(f32_to_bf16(v));
+    case HostDType::F32:
+      break;
   }
   return v;
 }

@@ -15,12 +15,12 @@ enum class QuantLayout : std::uint8_t { Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K, Affi
 
 struct QuantizedMatrix {
   QuantLayout layout = QuantLayout::Affine;
-  std::int64_t rows = 0, cols = 0;  // [out, in]
-  int bits = 0;                     // affine: code width, 2 to 8
-  int group = 0;                    // affine: elements per scale and bias; GGUF: elements per block
+  std::int64_t rows = 0, cols = 0;         // [out, in]
+  int bits = 0;                            // affine: code width, 2 to 8
+  int group = 0;                           // affine: elements per scale and bias; GGUF: elements per block
   HostDType scale_dtype = HostDType::F32;  // affine: the checkpoint's scale type (MLX dequantizes in it)
-  std::vector<std::uint8_t> data;         // GGUF: the blocks, row after row; affine: rows*cols*bits/8 code bytes
-  std::vector<float> scales, biases;      // affine: rows * cols/group, exact widenings of the checkpoint's
+  std::vector<std::uint8_t> data;          // GGUF: the blocks, row after row; affine: rows*cols*bits/8 code bytes
+  std::vector<float> scales, biases;       // affine: rows * cols/group, exact widenings of the checkpoint's
 
   std::size_t row_bytes() const;
   std::size_t bytes() const;  // held in memory
@@ -32,6 +32,9 @@ QuantizedMatrix quantized_matrix(HostWeight w);
 
 // y[m, n] = sum_k x[m, k] * w[n, k] for `rows` rows of x [rows, cols] (row-major float32); y is [rows, w.rows].
 void quantized_matmul(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y);
+// The same product in plain C++ (what CPUs without AVX2 + FMA + F16C run, Arm's included), so tests check it
+// on any machine.
+void quantized_matmul_portable(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y);
 
 // Rows `ids` of w as float32 values, one after the other, exactly as the reference dequantizes them:
 // ggml_dequant.h for GGUF blocks; for affine codes MLX's rounding, rnd(rnd(scale * q) + bias) in the scale type.
