@@ -70,10 +70,12 @@ std::string refusal_response(int status, const std::string& reason) {
 
 HttpServer::HttpServer(ServerOptions options)
     : context_(std::move(options)),
+      cors_(context_.options().cors_origins),
       pool_(std::make_shared<ConnectionPool>(context_.options().connection_threads)),
       http_(std::make_unique<RequestCore>()) {
   auto& ctx = context_;
   route("GET", "/health", [&ctx](auto& req, auto& res, auto&) { handle_health(ctx, req, res); });
+  route("GET", "/openapi.json", [](auto& req, auto& res, auto&) { handle_openapi(req, res); });
   route("GET", "/metrics", [&ctx](auto& req, auto& res, auto&) { handle_metrics(ctx, req, res); });
   route("GET", "/v1/models", [&ctx](auto& req, auto& res, auto&) { handle_list_models(ctx, req, res); });
   route("GET", "/models", [&ctx](auto& req, auto& res, auto&) { handle_list_models(ctx, req, res); });
@@ -135,8 +137,20 @@ void HttpServer::dispatch(const httplib::Request& req, httplib::Response& res) {
     else send_error(r, e);
   };
   try {
+    cors_.apply(req, res);
+    if (CorsPolicy::is_preflight(req)) {
+      const auto target = router_.match(req.get_header_value("Access-Control-Request-Method"), req.path);
+      if (target.kind != RouteMatch::Kind::NotFound) {
+        cors_.preflight(req, res,
+                        target.kind == RouteMatch::Kind::Found ? req.get_header_value("Access-Control-Request-Method")
+                                                               : target.allow);
+        return;
+      }
+    }
     const auto match = router_.match(req.method, req.path);
-    const bool open = match.kind == RouteMatch::Kind::Found && req.path.rfind("/health", 0) == 0;
+    // /health (for probes) and /openapi.json (the API's public shape) need no key.
+    const bool open = match.kind == RouteMatch::Kind::Found &&
+                      (req.path.rfind("/health", 0) == 0 || req.path.rfind("/openapi.json", 0) == 0);
     const bool x_api_key = anthropic && req.has_header("x-api-key") &&
                            context_.keys().allows("Bearer " + req.get_header_value("x-api-key"));
     if (!open && !x_api_key && !context_.keys().allows(req.get_header_value("Authorization"))) {

@@ -16,6 +16,7 @@
 #include "server/api_context.h"
 #include "server/connection_front.h"
 #include "server/connection_pool.h"
+#include "server/cors.h"
 #include "server/router.h"
 #include "server/server_options.h"
 
@@ -53,6 +54,7 @@ class HttpServer {
   bool running() const;
 
   ApiContext& context() { return context_; }
+  const Router& router() const { return router_; }
   // One request through CORS, auth, routing and the handlers, as httplib calls it (also used by tests).
   void dispatch(const httplib::Request& req, httplib::Response& res);
 
@@ -66,6 +68,7 @@ class HttpServer {
   class RequestCore;  // httplib::Server, used only for its request parser and response writer
 
   ApiContext context_;
+  CorsPolicy cors_;
   Router router_;
   std::vector<Handler> handlers_;
   std::shared_ptr<ConnectionPool> pool_;
