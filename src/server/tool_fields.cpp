@@ -49,6 +49,13 @@ tools::ToolSpec read_tool_function(const nlohmann::ordered_json& function, const
 ToolSettings parse_tool_settings(const JsonFields& f) {
   ToolSettings s;
   if (const auto* tools = f.array("tools"); tools && !tools->empty()) {
+    // OpenAI's limit; every declared tool is rendered into the prompt.
+    constexpr std::size_t kMaxTools = 128;
+    if (tools->size() > kMaxTools)
+      throw invalid_request(fmt::format("Invalid 'tools': array too long. Expected an array with maximum length {}, "
+                                        "but got an array with length {} instead.",
+                                        kMaxTools, tools->size()),
+                            "tools", "array_above_max_length");
     std::set<std::string> names;
     for (std::size_t i = 0; i < tools->size(); ++i) {
       const auto& tool = (*tools)[i];

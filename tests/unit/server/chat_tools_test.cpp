@@ -220,6 +220,10 @@ TEST_F(ChatTools, BadToolInputIsA400NamingTheField) {
     missing["messages"].push_back({{"role", "assistant"}, {"tool_calls", json::array({call})}});
     expect_400(missing, param);
   }
+  auto many = request();
+  for (int i = 0; i < 128; ++i)
+    many["tools"].push_back({{"type", "function"}, {"function", {{"name", "f" + std::to_string(i)}}}});
+  expect_400(many, "tools");
   auto untyped_tool = request();
   untyped_tool["tools"][0].erase("type");
   expect_400(untyped_tool, "tools[0].type");
