@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -50,10 +52,28 @@ struct ServeFlags {
   std::string parallel = "auto";
   double decode_share = 0.5;
   int max_queue = 64;
+  int header_timeout = 10;
+  int timeout = 30;
+  int keep_alive = 5;
+  std::size_t max_idle_connections = 4096;
+  std::vector<std::string> cors_origins;
 };
 
 // --parallel: "auto" (0 for the engine) or a count of streams.
 int parse_parallel(const std::string& v) { return v == "auto" ? 0 : std::stoi(v); }
+
+// Each open connection is a descriptor, and the common soft limit of 1,024 would stop accepting long before
+// --max-idle-connections; the soft limit goes up to the hard one, as servers do. Returns the limit now.
+rlim_t raise_descriptor_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return 1024;
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit want = lim;
+    want.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &want) == 0) lim = want;
+  }
+  return lim.rlim_cur;
+}
 
 // SIGINT/SIGTERM are caught by a handler that only writes the signal number to a pipe (async-signal-safe, and
 // whichever thread the kernel picks, including threads libraries started before us); one thread reads the
@@ -174,6 +194,14 @@ int run_serve(const ServeFlags& f) {
   if (!f.reasoning.empty()) so.reasoning = f.reasoning == "on";
   so.reasoning_budget = f.reasoning_budget;
   so.system_fingerprint = fmt::format("fp_tensorfold_{}", kVersion);
+  so.header_timeout_s = f.header_timeout;
+  so.timeout_s = f.timeout;
+  so.keep_alive_s = f.keep_alive;
+  so.cors_origins = f.cors_origins;
+  // Descriptors beyond the idle connections: the checkpoint's files, the working connections, the engine's.
+  const rlim_t fds = raise_descriptor_limit();
+  so.max_idle_connections =
+      std::min<std::size_t>(f.max_idle_connections, fds > 512 ? static_cast<std::size_t>(fds - 256) : fds / 2);
   server::HttpServer srv(so);
   try {
     srv.bind();
@@ -281,6 +309,26 @@ Command add_serve_command(CLI::App& app) {
                   "Requests that may wait for memory or a stream slot; beyond, 503 with Retry-After")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
+  sub->add_option("--header-timeout", f->header_timeout,
+                  "Seconds a client has to send a request's headers, from its first byte (or from connecting)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  sub->add_option("--timeout", f->timeout,
+                  "Seconds the server waits for more of a request's body, or for a client to take more of a reply")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
+  sub->add_option("--keep-alive", f->keep_alive, "Seconds an idle connection stays open between requests")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  sub->add_option("--max-idle-connections", f->max_idle_connections,
+                  "Idle connections kept open at once (beyond, the oldest is closed; at most the descriptor "
+                  "limit less 256)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--cors-origin", f->cors_origins,
+                  "Let browser pages from ORIGIN call the API (e.g. http://localhost:3000; * for any; "
+                  "repeatable; default: none)")
+      ->allow_extra_args(false);
   sub->add_flag("--no-drafts", f->no_drafts, "Decode serially: never draft (same output, bit for bit)");
   sub->add_option("--chat-template", f->chat_template, "Jinja chat template file replacing the checkpoint's")
       ->check(CLI::ExistingFile);

@@ -1,11 +1,11 @@
 #pragma once
-// The threads that serve HTTP connections. httplib serves a connection on one thread from accept to close,
-// and a reply holds its thread while its request waits in the engine's queue and while it streams. A fixed
-// pool smaller than what the engine holds at once (running plus queued) therefore fills with replies, and
-// /health and /metrics wait behind them. This pool starts a thread when a connection finds none idle, up to
-// a limit the server raises to the engine's capacity plus spare once the engine has loaded; connections
-// beyond the limit wait, first come first served, for a thread to come free. A thread idle for `linger`
-// ends, so that a burst's threads (their stacks) do not stay resident.
+// The worker threads that answer HTTP requests. The connection front (connection_front.h) hands a worker a
+// request only once it is whole, and a reply holds its worker while its request waits in the engine's queue
+// and while it streams. A fixed pool smaller than what the engine holds at once (running plus queued)
+// therefore fills with replies, and /health and /metrics wait behind them. This pool starts a thread when a
+// request finds none idle, up to a limit the server raises to the engine's capacity plus spare once the
+// engine has loaded; requests beyond the limit wait, first come first served, for a thread to come free. A
+// thread idle for `linger` ends, so that a burst's threads (their stacks) do not stay resident.
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>

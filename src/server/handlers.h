@@ -34,6 +34,8 @@ void handle_detokenize(ApiContext& ctx, const httplib::Request& req, httplib::Re
 void handle_messages(ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
 // POST /v1/messages/count_tokens
 void handle_count_tokens(ApiContext& ctx, const httplib::Request& req, httplib::Response& res);
+// GET /openapi.json: the API's OpenAPI 3.1 document (server/openapi_document.h).
+void handle_openapi(const httplib::Request& req, httplib::Response& res);
 // DELETE /v1/responses/{id}
 void handle_delete_response(ApiContext& ctx, const std::string& id, httplib::Response& res);
 

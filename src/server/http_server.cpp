@@ -2,9 +2,15 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include "server/api_error.h"
+#include "server/framed_stream.h"
 #include "server/handlers.h"
 #include "server/http_reply.h"
 #include "server/json_fields.h"
@@ -12,28 +18,64 @@
 
 namespace tf::server {
 
+// httplib::Server serves here only as the parser and writer of one framed request: process_request() is
+// protected, and the front already did what its listen loop would (accept, wait for the bytes).
+class HttpServer::RequestCore : public httplib::Server {
+ public:
+  // httplib ends a streamed reply when its listening socket is gone (svr_sock_ invalid); this one never
+  // listens, so the socket it would have is marked present until the server stops.
+  RequestCore() { svr_sock_ = 0; }
+  void stopping() { svr_sock_ = INVALID_SOCKET; }
+  bool serve(httplib::Stream& stream, bool close_connection, bool& connection_closed) {
+    return process_request(stream, close_connection, connection_closed, nullptr);
+  }
+};
+
 namespace {
 
-// httplib deletes the task queue it made when it stops listening; the server keeps the pool (to change its
-// limit once the engine has loaded), so httplib gets this handle to it.
-class PoolQueue final : public httplib::TaskQueue {
- public:
-  explicit PoolQueue(std::shared_ptr<ConnectionPool> pool) : pool_(std::move(pool)) {}
-  void enqueue(std::function<void()> fn) override { pool_->enqueue(std::move(fn)); }
-  void shutdown() override { pool_->shutdown(); }
+// A connection answers this many requests at most, then closes (as httplib's own keep-alive limit did).
+constexpr std::size_t kMaxRequestsPerConnection = 1000;
 
- private:
-  std::shared_ptr<ConnectionPool> pool_;
-};
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 400:
+      return "Bad Request";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Payload Too Large";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Error";
+  }
+}
+
+// The reply to a request the front refuses before any worker sees it; the connection closes after it.
+std::string refusal_response(int status, const std::string& reason) {
+  const char* code = status == 413 ? "request_too_large" : status == 408 ? "request_timeout" : nullptr;
+  const auto body =
+      dump_json({{"error", error_object(reason, status >= 500 ? "server_error" : "invalid_request_error", std::nullopt,
+                                        code ? std::optional<std::string>(code) : std::nullopt)}});
+  return fmt::format(
+      "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}", status,
+      reason_phrase(status), body.size(), body);
+}
 
 }  // namespace
 
 HttpServer::HttpServer(ServerOptions options)
     : context_(std::move(options)),
+      cors_(context_.options().cors_origins),
       pool_(std::make_shared<ConnectionPool>(context_.options().connection_threads)),
-      http_(std::make_unique<httplib::Server>()) {
+      http_(std::make_unique<RequestCore>()) {
   auto& ctx = context_;
   route("GET", "/health", [&ctx](auto& req, auto& res, auto&) { handle_health(ctx, req, res); });
+  route("GET", "/openapi.json", [](auto& req, auto& res, auto&) { handle_openapi(req, res); });
   route("GET", "/metrics", [&ctx](auto& req, auto& res, auto&) { handle_metrics(ctx, req, res); });
   route("GET", "/v1/models", [&ctx](auto& req, auto& res, auto&) { handle_list_models(ctx, req, res); });
   route("GET", "/models", [&ctx](auto& req, auto& res, auto&) { handle_list_models(ctx, req, res); });
@@ -53,20 +95,10 @@ HttpServer::HttpServer(ServerOptions options)
   route("DELETE", "/v1/responses/{id}", [&ctx](auto&, auto& res, auto& p) { handle_delete_response(ctx, p[0], res); });
 
   auto& http = *http_;
-  http.new_task_queue = [pool = pool_] { return new PoolQueue(pool); };
   http.set_payload_max_length(context_.options().max_body_bytes);
-  http.set_read_timeout(30, 0);
-  http.set_write_timeout(30, 0);
-  http.set_keep_alive_max_count(1000);
-  http.set_tcp_nodelay(true);
-  // httplib's default sets SO_REUSEPORT, which lets a second server bind the same port and silently share
-  // its connections. SO_REUSEADDR alone allows a quick restart and makes a taken port an error.
-  // The last socket it configures is the one that bound (httplib closes one that fails and tries the next).
-  http.set_socket_options([this](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const char*>(&yes), sizeof yes);
-    listen_fd_ = sock;
-  });
+  // Said in the Keep-Alive header of each reply; the front enforces it.
+  http.set_keep_alive_timeout(context_.options().keep_alive_s);
+  http.set_keep_alive_max_count(kMaxRequestsPerConnection);
 
   // Every method on every path goes through dispatch(): our router decides 404 and 405.
   auto all = [this](const httplib::Request& req, httplib::Response& res) { dispatch(req, res); };
@@ -105,8 +137,20 @@ void HttpServer::dispatch(const httplib::Request& req, httplib::Response& res) {
     else send_error(r, e);
   };
   try {
+    cors_.apply(req, res);
+    if (CorsPolicy::is_preflight(req)) {
+      const auto target = router_.match(req.get_header_value("Access-Control-Request-Method"), req.path);
+      if (target.kind != RouteMatch::Kind::NotFound) {
+        cors_.preflight(req, res,
+                        target.kind == RouteMatch::Kind::Found ? req.get_header_value("Access-Control-Request-Method")
+                                                               : target.allow);
+        return;
+      }
+    }
     const auto match = router_.match(req.method, req.path);
-    const bool open = match.kind == RouteMatch::Kind::Found && req.path.rfind("/health", 0) == 0;
+    // /health (for probes) and /openapi.json (the API's public shape) need no key.
+    const bool open = match.kind == RouteMatch::Kind::Found &&
+                      (req.path.rfind("/health", 0) == 0 || req.path.rfind("/openapi.json", 0) == 0);
     const bool x_api_key = anthropic && req.has_header("x-api-key") &&
                            context_.keys().allows("Bearer " + req.get_header_value("x-api-key"));
     if (!open && !x_api_key && !context_.keys().allows(req.get_header_value("Authorization"))) {
@@ -151,39 +195,92 @@ void HttpServer::dispatch(const httplib::Request& req, httplib::Response& res) {
 
 void HttpServer::bind() {
   const auto& o = context_.options();
-  if (o.port == 0) {
-    port_ = http_->bind_to_any_port(o.host);
-    if (port_ <= 0) throw std::runtime_error(fmt::format("cannot listen on {} (any port)", o.host));
-  } else {
-    if (!http_->bind_to_port(o.host, o.port))
-      throw std::runtime_error(fmt::format("cannot listen on {}:{} (is the address valid and the port free?)",
-                                           o.host, o.port));
-    port_ = o.port;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const auto port = std::to_string(o.port);
+  if (getaddrinfo(o.host.c_str(), port.c_str(), &hints, &found) != 0 || !found)
+    throw std::runtime_error(fmt::format("cannot listen on {}:{} (the address is not valid)", o.host, o.port));
+  int fd = -1;
+  for (auto* ai = found; ai && fd < 0; ai = ai->ai_next) {
+    fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+    if (fd < 0) continue;
+    // SO_REUSEADDR alone allows a quick restart; SO_REUSEPORT (httplib's default) would let a second server
+    // bind the same port and silently share its connections, so a taken port stays an error.
+    int yes = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    // A burst of clients must not overflow the backlog while the front waits for a core: the kernel would
+    // drop their SYNs and each client retry a second later (a /health probe with a short timeout fails).
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
   }
-  // httplib 0.11 listens with a backlog of 5: a burst of clients overflows it while the accept thread waits
-  // for a core, the kernel drops their SYNs, and each client retries a second later, then 2 s, 4 s after that
-  // (a /health probe with a short timeout fails). Listening again on a listening socket only sets its backlog.
-  if (listen_fd_ >= 0) ::listen(listen_fd_, SOMAXCONN);
+  freeaddrinfo(found);
+  if (fd < 0)
+    throw std::runtime_error(
+        o.port == 0 ? fmt::format("cannot listen on {} (any port)", o.host)
+                    : fmt::format("cannot listen on {}:{} (is the address valid and the port free?)", o.host, o.port));
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(bound).sin6_port
+                                            : reinterpret_cast<sockaddr_in&>(bound).sin_port);
+  listen_fd_ = fd;
 }
 
 void HttpServer::start() {
-  serving_ended_ = false;
-  thread_ = std::thread([this] {
-    http_->listen_after_bind();
-    serving_ended_ = true;
-  });
-  // Wait until the accept loop runs (or failed), so stop() cannot race its start.
-  while (!http_->is_running() && !serving_ended_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto& o = context_.options();
+  FrontOptions fo;
+  fo.header_timeout = std::chrono::seconds(o.header_timeout_s);
+  fo.body_timeout = std::chrono::seconds(o.timeout_s);
+  fo.keep_alive = std::chrono::seconds(o.keep_alive_s);
+  fo.max_idle = std::max<std::size_t>(1, o.max_idle_connections);
+  fo.limits.max_body_bytes = o.max_body_bytes;
+  front_ = std::make_unique<ConnectionFront>(
+      listen_fd_, fo, [this](std::shared_ptr<Connection> c) { pool_->enqueue([this, c] { serve(c); }); },
+      refusal_response);
+  listen_fd_ = -1;
+  front_->start();
 }
 
-bool HttpServer::running() const { return http_->is_running() && !serving_ended_; }
+void HttpServer::serve(std::shared_ptr<Connection> c) {
+  const auto write_timeout = std::chrono::milliseconds(std::int64_t{context_.options().timeout_s} * 1000);
+  for (;;) {
+    bool closed = false;
+    bool ok = false;
+    bool write_failed = false;
+    {
+      FramedStream stream(c->fd, c->buffer, 0, c->frame.end, write_timeout, c->continue_sent);
+      const bool last = stopping_ || c->served + 1 >= kMaxRequestsPerConnection;
+      ok = http_->serve(stream, last, closed) && !last;
+      write_failed = stream.write_failed();
+    }
+    ++c->served;
+    c->buffer.erase(0, c->frame.end);
+    if (!ok || closed || write_failed || stopping_) return;  // dropping the last reference closes it
+    // A pipelined request already received whole is answered here; anything else waits in the front.
+    c->frame = frame_request(c->buffer, FrameLimits{64 * 1024, context_.options().max_body_bytes});
+    c->continue_sent = false;
+    if (c->frame.state != Frame::State::Complete) break;
+  }
+  if (front_) front_->give_back(std::move(c));
+}
+
+bool HttpServer::running() const { return front_ && front_->running(); }
 
 void HttpServer::stop() {
   if (stopped_) return;
   stopped_ = true;
+  stopping_ = true;
   context_.active().cancel_all();
-  http_->stop();
-  if (thread_.joinable()) thread_.join();
+  http_->stopping();
+  if (front_) front_->stop();  // stops accepting and closes the connections it holds
+  pool_->shutdown();           // answers what was handed off, then waits for the workers
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  listen_fd_ = -1;
 }
 
 }  // namespace tf::server

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+
 #include "server/api_error.h"
 #include "server/chat_request.h"
 
@@ -61,6 +63,12 @@ void add_input_item(const json& item, const std::string& param, json& messages) 
                       {"content", message_text(*content, param + ".content", {"input_text", "output_text", "text"})}});
 }
 
+// True when object `o` has `key` set to the string `want` (a null, a number or an object there is not).
+bool has_string(const json& o, const char* key, std::string_view want) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_string() && it->get_ref<const std::string&>() == want;
+}
+
 // The Responses API's flat function tools as chat completions' tools, for parse_tool_settings.
 json chat_tools_body(const JsonFields& f) {
   json body = json::object();
@@ -68,8 +76,15 @@ json chat_tools_body(const JsonFields& f) {
     json list = json::array();
     for (std::size_t i = 0; i < tools->size(); ++i) {
       const auto& t = (*tools)[i];
-      if (!t.is_object() || t.value("type", "") != "function")
-        throw unsupported(fmt::format("'tools[{}]': only function tools are supported by this server.", i), "tools");
+      const auto p = fmt::format("tools[{}]", i);
+      if (!t.is_object())
+        throw invalid_request(
+            fmt::format("Invalid type for '{}': expected an object, but got {} instead.", p, json_type_name(t)), p,
+            "invalid_type");
+      if (!t.contains("type") || t["type"].is_null())
+        throw invalid_request(fmt::format("Missing required parameter: '{}.type'.", p), p + ".type");
+      if (!has_string(t, "type", "function"))
+        throw unsupported(fmt::format("'{}.type': only function tools are supported by this server.", p), p + ".type");
       json function = json::object();
       for (const char* key : {"name", "description", "parameters"})
         if (t.contains(key) && !t[key].is_null()) function[key] = t[key];
@@ -78,7 +93,7 @@ json chat_tools_body(const JsonFields& f) {
     body["tools"] = std::move(list);
   }
   if (const auto* choice = f.get("tool_choice")) {
-    if (choice->is_object() && choice->value("type", "") == "function")
+    if (choice->is_object() && has_string(*choice, "type", "function"))
       body["tool_choice"] = {{"type", "function"}, {"function", {{"name", choice->value("name", json())}}}};
     else
       body["tool_choice"] = *choice;

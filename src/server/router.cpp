@@ -20,7 +20,7 @@ std::vector<std::string> Router::split(std::string_view path) {
 }
 
 int Router::add(std::string method, std::string_view pattern) {
-  routes_.push_back(Route{std::move(method), split(pattern)});
+  routes_.push_back(Route{std::move(method), split(pattern), std::string(pattern)});
   return static_cast<int>(routes_.size()) - 1;
 }
 
@@ -38,6 +38,12 @@ bool Router::matches(const Route& r, const std::vector<std::string>& segs, std::
   }
   if (params) *params = std::move(captured);
   return true;
+}
+
+std::vector<std::pair<std::string, std::string>> Router::routes() const {
+  std::vector<std::pair<std::string, std::string>> all;
+  for (const auto& r : routes_) all.emplace_back(r.method, r.pattern);
+  return all;
 }
 
 RouteMatch Router::match(std::string_view method, std::string_view path) const {

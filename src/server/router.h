@@ -4,6 +4,7 @@
 // a path no route matches is NotFound (404). One trailing slash is ignored.
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tf::server {
@@ -21,11 +22,14 @@ class Router {
   // Returns the route's id (0, 1, ...). `method` is upper case ("GET"); HEAD matches GET routes.
   int add(std::string method, std::string_view pattern);
   RouteMatch match(std::string_view method, std::string_view path) const;
+  // Every route as {method, pattern} ("GET", "/v1/models/{id}"), in the order added.
+  std::vector<std::pair<std::string, std::string>> routes() const;
 
  private:
   struct Route {
     std::string method;
     std::vector<std::string> segments;  // "{…}" captures
+    std::string pattern;
   };
   static std::vector<std::string> split(std::string_view path);
   static bool matches(const Route& r, const std::vector<std::string>& segs, std::vector<std::string>* params);

@@ -24,6 +24,17 @@ struct ServerOptions {
   // Connections served at once until HttpServer::set_engine_capacity() (while the model loads, only /health
   // and 503s are answered).
   std::size_t connection_threads = 16;
+  // --header-timeout: seconds from a request's first byte (or a new connection) to the end of its headers.
+  int header_timeout_s = 10;
+  // --timeout: the longest wait, in seconds, for more of a request's body or for the client to take more of
+  // a reply.
+  int timeout_s = 30;
+  // --keep-alive: seconds an idle connection is kept between requests.
+  int keep_alive_s = 5;
+  // --max-idle-connections: idle connections kept open at once; beyond, the oldest is closed.
+  std::size_t max_idle_connections = 4096;
+  // --cors-origin: origins whose browser pages may call the API ("*": any); none: no CORS headers.
+  std::vector<std::string> cors_origins;
   // --reasoning on|off: enable_thinking for chat requests that do not set it (unset: the template decides).
   std::optional<bool> reasoning;
   // --reasoning-budget: reasoning tokens before the block is closed (0: none); thinking_budget overrides it.

@@ -49,6 +49,13 @@ tools::ToolSpec read_tool_function(const nlohmann::ordered_json& function, const
 ToolSettings parse_tool_settings(const JsonFields& f) {
   ToolSettings s;
   if (const auto* tools = f.array("tools"); tools && !tools->empty()) {
+    // OpenAI's limit; every declared tool is rendered into the prompt.
+    constexpr std::size_t kMaxTools = 128;
+    if (tools->size() > kMaxTools)
+      throw invalid_request(fmt::format("Invalid 'tools': array too long. Expected an array with maximum length {}, "
+                                        "but got an array with length {} instead.",
+                                        kMaxTools, tools->size()),
+                            "tools", "array_above_max_length");
     std::set<std::string> names;
     for (std::size_t i = 0; i < tools->size(); ++i) {
       const auto& tool = (*tools)[i];
@@ -59,7 +66,9 @@ ToolSettings parse_tool_settings(const JsonFields& f) {
                               p, "invalid_type");
       const JsonFields t(tool, p + ".");
       const auto type = t.string("type");
-      if (type && *type != "function")
+      // OpenAI requires the type; an entry without it is not a tool the request can be said to declare.
+      if (!type) throw invalid_request(fmt::format("Missing required parameter: '{}.type'.", p), p + ".type");
+      if (*type != "function")
         throw unsupported(fmt::format("'{}.type' '{}' is not supported: this server calls functions only.", p, *type),
                           p + ".type");
       const auto* function = t.get("function");
@@ -123,13 +132,27 @@ void check_tool_history(const nlohmann::ordered_json& messages) {
         if (!call.is_object())
           throw invalid_request(fmt::format("Invalid type for '{}': expected an object.", cp), cp, "invalid_type");
         const JsonFields c(call, cp + ".");
-        if (auto id = c.string("id")) ids.insert(*id);
+        // Every field OpenAI requires of a call: a tool message answers it by id, and a template renders
+        // its name and arguments; one without them would be rendered as something else than was sent.
+        const auto id = c.string("id");
+        if (!id) throw invalid_request(fmt::format("Missing required parameter: '{}.id'.", cp), cp + ".id");
+        ids.insert(*id);
+        const auto type = c.string("type");
+        if (!type) throw invalid_request(fmt::format("Missing required parameter: '{}.type'.", cp), cp + ".type");
+        if (*type != "function")
+          throw invalid_request(
+              fmt::format("Invalid value for '{}.type': '{}'. Supported values are: 'function'.", cp, *type),
+              cp + ".type", "invalid_value");
         const auto* function = c.object("function");
         if (!function) throw invalid_request(fmt::format("Missing required parameter: '{}.function'.", cp), cp + ".function");
         const JsonFields fn(*function, cp + ".function.");
         if (!fn.string("name"))
           throw invalid_request(fmt::format("Missing required parameter: '{}.function.name'.", cp), cp + ".function.name");
-        if (const auto* args = fn.get("arguments"); args && !args->is_string() && !args->is_object())
+        const auto* args = fn.get("arguments");
+        if (!args)
+          throw invalid_request(fmt::format("Missing required parameter: '{}.function.arguments'.", cp),
+                                cp + ".function.arguments");
+        if (!args->is_string() && !args->is_object())
           throw invalid_request(fmt::format("Invalid type for '{}.function.arguments': expected a JSON string.", cp),
                                 cp + ".function.arguments", "invalid_type");
       }

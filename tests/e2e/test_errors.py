@@ -127,7 +127,7 @@ def test_unsupported_responses_inputs_are_400(server):
         ({"input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]}, "input[0].call_id"),
         ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "http://x"}]}]},
          "input[0].content[0].type"),
-        ({"input": "x", "tools": [{"type": "web_search"}]}, "tools"),
+        ({"input": "x", "tools": [{"type": "web_search"}]}, "tools[0].type"),
         ({"input": "x", "background": True}, "background"),
     ]
     for body, param in bodies:

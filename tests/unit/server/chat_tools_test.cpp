@@ -203,8 +203,33 @@ TEST_F(ChatTools, BadToolInputIsA400NamingTheField) {
   block["messages"][0]["content"] = json::parse(R"([{"type": "hologram", "text": "x"}])");
   expect_400(block, "messages[0].content[0].type");
   auto bad_call = request();
-  bad_call["messages"].push_back(json::parse(R"({"role": "assistant", "tool_calls": [{"id": "c", "function": {}}]})"));
+  bad_call["messages"].push_back(
+      json::parse(R"({"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {}}]})"));
   expect_400(bad_call, "messages[1].tool_calls[0].function.name");
+  // Every field OpenAI requires of a call in the history, and of a declared tool.
+  for (const auto& [field, param] : std::vector<std::pair<std::string, std::string>>{
+           {"id", "messages[1].tool_calls[0].id"},
+           {"type", "messages[1].tool_calls[0].type"},
+           {"arguments", "messages[1].tool_calls[0].function.arguments"}}) {
+    auto call = json::parse(R"({"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}})");
+    if (field == "arguments")
+      call["function"].erase("arguments");
+    else
+      call.erase(field);
+    auto missing = request();
+    missing["messages"].push_back({{"role", "assistant"}, {"tool_calls", json::array({call})}});
+    expect_400(missing, param);
+  }
+  auto many = request();
+  for (int i = 0; i < 128; ++i)
+    many["tools"].push_back({{"type", "function"}, {"function", {{"name", "f" + std::to_string(i)}}}});
+  expect_400(many, "tools");
+  auto untyped_tool = request();
+  untyped_tool["tools"][0].erase("type");
+  expect_400(untyped_tool, "tools[0].type");
+  auto not_a_function = request();
+  not_a_function["tools"][0] = "get_weather";
+  expect_400(not_a_function, "tools[0]");
 }
 
 TEST_F(ChatTools, ReasoningIsSplitFromTheAnswer) {

@@ -300,7 +300,12 @@ TEST(ResponsesRequest, RefusesWhatItCannotServe) {
       {{{"input", "x"}, {"temperature", false}}, "temperature"},
       {{{"input", "x"}, {"max_output_tokens", 0}}, "max_output_tokens"},
       {{{"input", "x"}, {"store", "yes"}}, "store"},
-      {{{"input", "x"}, {"tools", {{{"type", "web_search"}}}}}, "tools"},
+      {{{"input", "x"}, {"tools", {{{"type", "web_search"}}}}}, "tools[0].type"},
+      // A null or non-string type is a 400 naming it, not a server error (found by schemathesis).
+      {{{"input", "x"}, {"tools", {{{"type", nullptr}, {"name", "f"}}}}}, "tools[0].type"},
+      {{{"input", "x"}, {"tools", {{{"type", 3}, {"name", "f"}}}}}, "tools[0].type"},
+      {{{"input", "x"}, {"tools", {"f"}}}, "tools[0]"},
+      {{{"input", "x"}, {"tool_choice", {{"type", nullptr}}}}, "tool_choice.name"},
       {{{"input", "x"}, {"background", true}}, "background"},
       {{{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}}}}}}, "text.format"},
       {{{"input", "x"}, {"metadata", {{"k", 5}}}}, "metadata"},
