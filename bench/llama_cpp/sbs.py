@@ -419,7 +419,7 @@ def load(path):
 
 
 def fmt(x, unit=""):
-    return "-" if x is None else f"{x:,.1f}{unit}"
+    return "-" if x is None else f"{x:,.2f}{unit}" if unit == "x" else f"{x:,.1f}{unit}"
 
 
 def ratio(a, b):

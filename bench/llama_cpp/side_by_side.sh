@@ -4,6 +4,7 @@
 #   bench/llama_cpp/side_by_side.sh [--models default,8b-q4_0,8b-q4_k_m] [--threads 2] [--quick]
 #                                   [--build-dir DIR] [--cuda] [--no-ours] [--no-http]
 #                                   [--sdist FILE] [--pack DIR] [--from-pack DIR] [--default-model FILE]
+#                                   [--reps N] [--ours-max-mem MIB] [--port P] [--jobs N]
 #
 # 1. llama.cpp comes from the llama-cpp-python sdist on PyPI (vendor/llama.cpp, pinned below; the repo's
 #    text corpus comes from the same sdist), stripped to what the build needs and built with CMake: the CPU
@@ -31,7 +32,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 VERSION=0.3.36  # llama-cpp-python; its vendor/llama.cpp is what gets built
 
-usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 MODELS=default,8b-q4_0,8b-q4_k_m
 THREADS=2
@@ -46,6 +47,8 @@ FROM_PACK=
 DEFAULT_MODEL=${TENSORFOLD_HOME:-$HOME/.cache/tensorfold/models}/SmolLM2-135M-Instruct.Q4_1.gguf
 PORT=18480
 JOBS=2
+OURS_MAX_MEM=
+REPS_ARG=
 while [ $# -gt 0 ]; do
   case $1 in
     --models) MODELS=$2; shift 2 ;;
@@ -61,6 +64,8 @@ while [ $# -gt 0 ]; do
     --default-model) DEFAULT_MODEL=$(readlink -f "$2"); shift 2 ;;
     --port) PORT=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
+    --ours-max-mem) OURS_MAX_MEM=$2; shift 2 ;;
+    --reps) REPS_ARG=$2; shift 2 ;;
     -h|--help) usage ;;
     *) echo "side_by_side: unknown argument $1" >&2; usage 2 ;;
   esac
@@ -70,14 +75,22 @@ CACHE=${TENSORFOLD_BENCH_CACHE:-$HOME/.cache/tensorfold/bench}
 LDIR=$CACHE/llama.cpp-$VERSION
 SRC=$LDIR/src
 if [ $CUDA = 1 ]; then BLD=$LDIR/build-cuda; else BLD=$LDIR/build-cpu; fi
-PY=python3
-[ -x "$ROOT/.venv/bin/python" ] && PY=$ROOT/.venv/bin/python
+# Python with numpy (gguf-py needs it): $PYTHON, else the repo's venv (in a git worktree, the main checkout's),
+# else python3.
+PY=${PYTHON:-}
+if [ -z "$PY" ]; then
+  MAIN=$(cd "$(git -C "$ROOT" rev-parse --git-common-dir 2>/dev/null || echo "$ROOT/.git")/.." 2>/dev/null && pwd || echo "$ROOT")
+  for p in "$ROOT/.venv/bin/python" "$MAIN/.venv/bin/python" python3; do
+    if command -v "$p" >/dev/null; then PY=$p; break; fi
+  done
+fi
 SBS="$PY $HERE/sbs.py"
 mkdir -p "$CACHE"
 log() { echo "side_by_side: $*" >&2; }
 
 # The work sizes: the issue's pp512 / tg128 with 3 repeats; --quick for a smoke run.
 if [ $QUICK = 1 ]; then PP=128 TG=32 REPS=1 HTTP_TOKENS=32; else PP=512 TG=128 REPS=3 HTTP_TOKENS=128; fi
+REPS=${REPS_ARG:-$REPS}
 
 # ---- 1. llama.cpp's sources -------------------------------------------------------------------------
 if [ ! -f "$SRC/CMakeLists.txt" ]; then
@@ -100,10 +113,18 @@ GGUF_PY=$SRC/gguf-py
 
 if [ -n "$PACK" ]; then
   mkdir -p "$PACK"
+  PACK=$(cd "$PACK" && pwd)
+  case $PACK/ in
+    "$ROOT"/*)  # inside the repo: keep it out of git (as scripts/device/prepare-carry.sh does for .cuda-carry)
+      EXCLUDE=$(git -C "$ROOT" rev-parse --git-path info/exclude)
+      case $EXCLUDE in /*) ;; *) EXCLUDE=$ROOT/$EXCLUDE ;; esac
+      rel=/${PACK#"$ROOT"/}/
+      grep -qxF "$rel" "$EXCLUDE" 2>/dev/null || echo "$rel" >>"$EXCLUDE" ;;
+  esac
   tar -C "$LDIR" -cf - src | xz -6 -T"$JOBS" >"$PACK/llama.cpp-src.tar.xz"
   [ -f "$DEFAULT_MODEL" ] && $SBS vocab "$GGUF_PY" "$DEFAULT_MODEL" "$PACK/vocab.gguf"
   du -sh "$PACK"/* >&2
-  log "carry $PACK to the device and run: bench/llama_cpp/side_by_side.sh --cuda --from-pack $PACK ..."
+  log "carry ${PACK#"$ROOT"/} to the device; there: bench/llama_cpp/side_by_side.sh --cuda --from-pack ${PACK#"$ROOT"/} ..."
   exit 0
 fi
 
@@ -190,8 +211,12 @@ elif [ -x "$BUILD_DIR/bench/tf_cuda_bench" ]; then
   # 64-token prompt, no prefill figure. The table says so.
   OUR_BENCH=("$BUILD_DIR/bench/tf_cuda_bench" --section model --model)
 fi
-# Memory left for ours: what is available now, less 1.5 GiB for the rest of the machine.
-mem_limit_mb() { awk '/^MemAvailable:/ {print int($2 / 1024) - 1536}' /proc/meminfo; }
+# Memory ours may take (MiB): --ours-max-mem, else what is available now less 1.5 GiB for the rest of the
+# machine. Past it, ours is stopped (the bench by `sbs.py guard`, the server by `sbs.py http`'s watcher).
+mem_limit_mb() {
+  if [ -n "$OURS_MAX_MEM" ]; then echo "$OURS_MAX_MEM"; return; fi
+  awk '/^MemAvailable:/ {print int($2 / 1024) - 1536}' /proc/meminfo
+}
 # `tensorfold info`'s estimate (weights + a full KV cache) in MiB.
 info_mib() {
   "$BUILD_DIR/tensorfold" info "$1" 2>/dev/null | awk '/^memory/ {v = $2; gsub(",", "", v);
@@ -268,5 +293,6 @@ for name in ${MODELS//,/ }; do
   fi
 done
 
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$RUN/header"
 { cat "$RUN/header"; $SBS table "$RUN"; } | tee "$RUN/table.md"
 log "raw outputs and the table: $RUN"
