@@ -159,25 +159,28 @@ make_8b() {
   [ -f "$vocab" ] || vocab=$FROM_PACK/vocab.gguf
   [ -f "$vocab" ] || { log "no tokenizer for the 8B files: neither $DEFAULT_MODEL nor a pack's vocab.gguf"; return 1; }
   local t0
-  t0=$(date +%s)
   if [ ! -f "$M8.F16.gguf" ]; then
     local free_gb
     free_gb=$(df -Pk "$CACHE/models" | awk 'NR==2 {print int($4 / 1048576)}')
     [ "$free_gb" -ge 26 ] || { log "the 8B files need ~26 GB free in $CACHE/models (F16 15 GB + two 4-bit files), $free_gb GB there"; return 1; }
     log "writing the random-weight 8B (F16, 15 GB) with gguf-py from the sdist"
+    t0=$(date +%s)
     $SBS make8b "$GGUF_PY" "$vocab" "$M8.F16.gguf"
+    echo "$(( $(date +%s) - t0 ))" >"$CACHE/models/seconds-F16"
   fi
   for q in Q4_0 Q4_K_M; do
     if [ ! -f "$M8.$q.gguf" ]; then
       log "llama-quantize F16 -> $q"
+      t0=$(date +%s)
       "$LB/llama-quantize" "$M8.F16.gguf" "$M8.$q.gguf.part" "$q" "$(nproc)" >"$CACHE/models/quantize-$q.log" 2>&1 ||
         { tail -5 "$CACHE/models/quantize-$q.log" >&2; return 1; }
       mv "$M8.$q.gguf.part" "$M8.$q.gguf"
+      echo "$(( $(date +%s) - t0 ))" >"$CACHE/models/seconds-$q"
     fi
   done
   rm -f "$M8.F16.gguf"  # the 4-bit files are what gets benchmarked; the source is 15 GB
-  echo "$(( $(date +%s) - t0 ))" >"$CACHE/models/make-8b-seconds"
-  log "8B files ready in $(cat "$CACHE/models/make-8b-seconds") s"
+  log "8B files ready (seconds: F16 $(cat "$CACHE/models/seconds-F16" 2>/dev/null), Q4_0 $(cat \
+    "$CACHE/models/seconds-Q4_0" 2>/dev/null), Q4_K_M $(cat "$CACHE/models/seconds-Q4_K_M" 2>/dev/null))"
 }
 
 model_path() {
