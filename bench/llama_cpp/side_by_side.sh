@@ -4,7 +4,7 @@
 #   bench/llama_cpp/side_by_side.sh [--models default,8b-q4_0,8b-q4_k_m] [--threads 2] [--quick]
 #                                   [--build-dir DIR] [--cuda] [--no-ours] [--no-http]
 #                                   [--sdist FILE] [--pack DIR] [--from-pack DIR] [--default-model FILE]
-#                                   [--reps N] [--ours-max-mem MIB] [--port P] [--jobs N]
+#                                   [--reps N] [--ours-max-mem MIB] [--ours-timeout S] [--port P] [--jobs N]
 #
 # 1. llama.cpp comes from the llama-cpp-python sdist on PyPI (vendor/llama.cpp, pinned below; the repo's
 #    text corpus comes from the same sdist), stripped to what the build needs and built with CMake: the CPU
@@ -49,6 +49,7 @@ PORT=18480
 JOBS=2
 OURS_MAX_MEM=
 REPS_ARG=
+OURS_TIMEOUT=3600
 while [ $# -gt 0 ]; do
   case $1 in
     --models) MODELS=$2; shift 2 ;;
@@ -66,6 +67,7 @@ while [ $# -gt 0 ]; do
     --jobs) JOBS=$2; shift 2 ;;
     --ours-max-mem) OURS_MAX_MEM=$2; shift 2 ;;
     --reps) REPS_ARG=$2; shift 2 ;;
+    --ours-timeout) OURS_TIMEOUT=$2; shift 2 ;;
     -h|--help) usage ;;
     *) echo "side_by_side: unknown argument $1" >&2; usage 2 ;;
   esac
@@ -269,12 +271,14 @@ for name in ${MODELS//,/ }; do
     log "$tag: ours (memory limit $(mem_limit_mb) MiB)"
     if [ "${OUR_BENCH[${#OUR_BENCH[@]} - 1]}" = --model ]; then args=("$f"); else args=("$f" "$PP" "$TG" "$REPS"); fi
     rc=0
-    $SBS guard "$(mem_limit_mb)" 3600 -- "${PIN[@]}" "${OUR_BENCH[@]}" "${args[@]}" \
+    $SBS guard "$(mem_limit_mb)" "$OURS_TIMEOUT" -- "${PIN[@]}" "${OUR_BENCH[@]}" "${args[@]}" \
       >"$RUN/$tag.ours-bench.out" 2>&1 || rc=$?
     $SBS ours-bench "$RUN/$tag.ours-bench.out" "$RUN/$tag.ours-bench.json"
     if [ $rc != 0 ]; then
       log "$tag: ours failed (exit $rc): $(tail -2 "$RUN/$tag.ours-bench.out" | tr '\n' ' ')"
+      # Past the memory limit or the time limit in the bench: the server would fare no better.
       grep -q 'guard: killed: resident memory' "$RUN/$tag.ours-bench.out" && our_skip="ours ran out of memory in the bench"
+      grep -q 'guard: killed: still running' "$RUN/$tag.ours-bench.out" && our_skip="ours ran past --ours-timeout in the bench"
     fi
   fi
 
