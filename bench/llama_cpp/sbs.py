@@ -437,12 +437,18 @@ def cmd_table(rdir):
       f"{'ours tg':>9} | {'tg ratio':>8} |")
     P(f"| {'-' * 12} | {'-' * 12}:| {'-' * 9}:| {'-' * 8}:| {'-' * 12}:| {'-' * 9}:| {'-' * 8}:|")
     notes = []
+    checks = []  # the done-when: decode >= 1.0x (target 1.2x), prefill >= 0.8x, 4 streams >= 2.5x one
     for m in models:
         lb = load(os.path.join(rdir, f"{m}.llama-bench.json")) or {}
         ob = load(os.path.join(rdir, f"{m}.ours-bench.json")) or {}
         pp_n, tg_n = lb.get("pp_n", ob.get("pp_n", "?")), lb.get("tg_n", ob.get("tg_n", "?"))
         P(f"| {m:<12} | {fmt(lb.get('pp')):>12} | {fmt(ob.get('pp')):>9} | {fmt(ratio(ob.get('pp'), lb.get('pp')), 'x'):>8} | "
           f"{fmt(lb.get('tg')):>12} | {fmt(ob.get('tg')):>9} | {fmt(ratio(ob.get('tg'), lb.get('tg')), 'x'):>8} |")
+        for what, r, need in (("decode", ratio(ob.get("tg"), lb.get("tg")), 1.0),
+                              ("prefill", ratio(ob.get("pp"), lb.get("pp")), 0.8)):
+            if r is not None:
+                checks.append(f"{m}: {what} {r:.2f}x llama.cpp (needs >= {need}x"
+                              f"{', target 1.2x' if what == 'decode' else ''}): {'met' if r >= need else 'NOT met'}")
         if lb.get("error"):
             notes.append(f"{m}: llama-bench: {lb['error']}")
         if ob.get("error"):
@@ -451,6 +457,9 @@ def cmd_table(rdir):
             notes.append(f"{m}: ours: {ob['note']}")
         if ob.get("pp_n") not in (None, pp_n) or ob.get("tg_n") not in (None, tg_n):
             notes.append(f"{m}: ours ran pp{ob.get('pp_n')}/tg{ob.get('tg_n')}, llama.cpp pp{pp_n}/tg{tg_n}")
+    if not any(os.path.exists(os.path.join(rdir, f"{m}.http-{side}.json")) for m in models
+               for side in ("llama", "ours")):  # --no-http
+        return finish(lines, notes, checks)
     P("")
     P("One HTTP chat request each (same prompt, temperature 0; tok/s = completion tokens / wall time, "
       "which includes the prompt); ours also with 4 concurrent requests (different prompts)")
@@ -472,6 +481,9 @@ def cmd_table(rdir):
         ot = ((ho or {}).get("one") or {}).get("tok_s")
         many = (ho or {}).get("many")
         many_cell = f"{many['completion_tokens']} tok {many['tok_s']:.1f}/s" if many else "-"
+        r4 = ratio((many or {}).get("tok_s"), ot)
+        if r4 is not None:
+            checks.append(f"{m}: 4 streams {r4:.2f}x our single stream (needs >= 2.5x): {'met' if r4 >= 2.5 else 'NOT met'}")
         P(f"| {m:<12} | {cell(hl):>22} | {cell(ho):>22} | {fmt(ratio(ot, lt), 'x'):>6} | "
           f"{many_cell:>16} | "
           f"{fmt(ratio((many or {}).get('tok_s'), ot), 'x'):>6} |")
@@ -480,6 +492,16 @@ def cmd_table(rdir):
                 notes.append(f"{m}: {side}: {h['error']}")
             elif h is None:
                 notes.append(f"{m}: {side}: not run")
+    finish(lines, notes, checks)
+
+
+def finish(lines, notes, checks):
+    P = lines.append
+    if checks:
+        P("")
+        P("Against the issue's bar (set for the CPU at 2 threads on a quiet machine; a loaded one distorts it):")
+        for c in checks:
+            P("  - " + c)
     if notes:
         P("")
         P("Notes:")
