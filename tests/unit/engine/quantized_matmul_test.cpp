@@ -3,12 +3,14 @@
 // with the reference-dequantized weights to float32 accuracy.
 #include "backends/mlx/kernels/quantized_matrix.h"
 
+#include "backends/mlx/kernels/chunk_pool.h"
+
 #include <gtest/gtest.h>
 #include <mlx/mlx.h>
-#include <omp.h>
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -104,7 +106,7 @@ HostWeight random_affine(int bits, int group, HostDType dtype, std::int64_t rows
 
 using Product = void (*)(const float*, std::int64_t, const QuantizedMatrix&, float*);
 
-// Row invariance (alone == in a window, every window size, 1 and 2 threads) and accuracy against a double
+// Row invariance (alone == in a window, every window size, on one thread and on the pool) and accuracy against a double
 // product with the reference-dequantized weights, for the product this machine runs and the portable one.
 void check_product(const QuantizedMatrix& q, const std::string& name) {
   for (auto [product, kind] : {std::pair<Product, const char*>{quantized_matmul, "native"},
@@ -118,8 +120,10 @@ void check_product(const QuantizedMatrix& q, const std::string& name) {
     const std::int64_t max_rows = 16;
     const auto x = randn(static_cast<std::size_t>(max_rows * k), 7);
     std::vector<float> alone(static_cast<std::size_t>(max_rows * n));
-    omp_set_num_threads(1);
-    for (std::int64_t r = 0; r < max_rows; ++r) product(x.data() + r * k, 1, q, alone.data() + r * n);
+    {
+      SerialChunks one_thread;
+      for (std::int64_t r = 0; r < max_rows; ++r) product(x.data() + r * k, 1, q, alone.data() + r * n);
+    }
     for (std::int64_t r = 0; r < max_rows; ++r) {
       for (std::int64_t j = 0; j < n; ++j) {
         double exact = 0, magnitude = 0;
@@ -131,16 +135,16 @@ void check_product(const QuantizedMatrix& q, const std::string& name) {
         ASSERT_NEAR(alone[r * n + j], exact, 2e-6 * magnitude + 1e-30) << what << ": row " << r << ", column " << j;
       }
     }
-    for (int threads : {1, 2}) {
-      omp_set_num_threads(threads);
-      for (std::int64_t rows : {2, 3, 4, 5, 8, 13, 16}) {
+    for (const bool pool : {false, true}) {
+      std::optional<SerialChunks> one_thread;
+      if (!pool) one_thread.emplace();
+      for (std::int64_t rows : {1, 2, 3, 4, 5, 8, 13, 16}) {
         std::vector<float> window(static_cast<std::size_t>(rows * n), NAN);
         product(x.data(), rows, q, window.data());
         ASSERT_EQ(0, std::memcmp(window.data(), alone.data(), static_cast<std::size_t>(rows * n) * 4))
-            << what << ": a window of " << rows << " rows on " << threads << " threads";
+            << what << ": a window of " << rows << " rows " << (pool ? "on the pool" : "on one thread");
       }
     }
-    omp_set_num_threads(omp_get_num_procs());
   }
 }
 

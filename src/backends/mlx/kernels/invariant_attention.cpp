@@ -1,5 +1,7 @@
 #include "backends/mlx/kernels/invariant_attention.h"
 
+#include "backends/mlx/kernels/chunk_pool.h"
+
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -39,8 +41,7 @@ void invariant_attention(const float* q, std::int64_t rows, std::int64_t start, 
   const std::int64_t d = s.head_dim;
   const std::int64_t width = static_cast<std::int64_t>(s.heads) * d;
   const std::int64_t tasks = rows * s.heads;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t t = 0; t < tasks; ++t) {
+  parallel_chunks(tasks, [&](std::int64_t t) {
     const std::int64_t i = t / s.heads;
     const int h = static_cast<int>(t % s.heads);
     const int g = h / group;
@@ -71,7 +72,7 @@ void invariant_attention(const float* q, std::int64_t rows, std::int64_t start, 
     }
     const float inv = 1.0f / sum;
     for (std::int64_t c = 0; c < d; ++c) o[c] = o[c] * inv;
-  }
+  });
 }
 
 }  // namespace tf

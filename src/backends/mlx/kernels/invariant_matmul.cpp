@@ -1,5 +1,7 @@
 #include "backends/mlx/kernels/invariant_matmul.h"
 
+#include "backends/mlx/kernels/chunk_pool.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -73,11 +75,10 @@ void invariant_matmul(const float* x, std::int64_t rows, const float* w, std::in
   // Columns are split in fixed chunks; which thread computes a column never changes its arithmetic.
   constexpr std::int64_t kChunk = 64;
   const std::int64_t chunks = (out_features + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t c = 0; c < chunks; ++c) {
+  parallel_chunks(chunks, [&](std::int64_t c) {
     const std::int64_t n0 = c * kChunk, n1 = std::min(out_features, n0 + kChunk);
     matmul_columns(x, rows, w, n0, n1, in_features, out_features, y);
-  }
+  });
 }
 
 }  // namespace tf

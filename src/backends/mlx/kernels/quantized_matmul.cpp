@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/mlx/kernels/chunk_pool.h"
 #include "backends/mlx/kernels/quantized_matrix.h"
 #include "checkpoint/half_float.h"
 
