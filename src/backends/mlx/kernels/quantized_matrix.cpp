@@ -10,44 +10,9 @@
 namespace tf {
 namespace {
 
-QuantLayout layout_of(GgmlType t) {
-  switch (t) {
-    case GgmlType::Q4_0:
-      return QuantLayout::Q4_0;
-    case GgmlType::Q4_1:
-      return QuantLayout::Q4_1;
-    case GgmlType::Q8_0:
-      return QuantLayout::Q8_0;
-    case GgmlType::Q4_K:
-      return QuantLayout::Q4_K;
-    case GgmlType::Q5_K:
-      return QuantLayout::Q5_K;
-    case GgmlType::Q6_K:
-      return QuantLayout::Q6_K;
-    default:
-      break;
-  }
-  throw std::invalid_argument("no CPU kernel for GGUF " + std::string(ggml_type_name(t)) + " blocks");
-}
-
-GgmlType ggml_of(QuantLayout l) {
-  switch (l) {
-    case QuantLayout::Q4_0:
-      return GgmlType::Q4_0;
-    case QuantLayout::Q4_1:
-      return GgmlType::Q4_1;
-    case QuantLayout::Q8_0:
-      return GgmlType::Q8_0;
-    case QuantLayout::Q4_K:
-      return GgmlType::Q4_K;
-    case QuantLayout::Q5_K:
-      return GgmlType::Q5_K;
-    case QuantLayout::Q6_K:
-      return GgmlType::Q6_K;
-    case QuantLayout::Affine:
-      break;
-  }
-  throw std::logic_error("affine codes are not GGUF blocks");
+bool has_block_kernel(GgmlType t) {
+  return t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K ||
+         t == GgmlType::Q5_K || t == GgmlType::Q6_K;
 }
 
 std::vector<float> widen(const std::vector<std::uint8_t>& bytes, HostDType dt) {
@@ -87,8 +52,8 @@ float round_to(float v, HostDType dt) {
 }  // namespace
 
 std::size_t QuantizedMatrix::row_bytes() const {
-  if (layout == QuantLayout::Affine) return static_cast<std::size_t>(cols * bits / 8);
-  const auto info = ggml_type_info(static_cast<std::uint32_t>(ggml_of(layout)));
+  if (blocks == GgmlType::F32) return static_cast<std::size_t>(cols * bits / 8);
+  const auto info = ggml_type_info(static_cast<std::uint32_t>(blocks));
   return static_cast<std::size_t>(cols / group) * info->block_bytes;
 }
 
@@ -100,7 +65,9 @@ QuantizedMatrix quantized_matrix(HostWeight w) {
   q.cols = w.cols;
   q.group = w.group_size;
   if (w.ggml_blocks()) {
-    q.layout = layout_of(w.block_type);
+    if (!has_block_kernel(w.block_type))
+      throw std::invalid_argument("no CPU kernel for GGUF " + std::string(ggml_type_name(w.block_type)) + " blocks");
+    q.blocks = w.block_type;
     q.bits = w.bits;
   } else {
     const bool bits_ok = w.bits == 2 || w.bits == 3 || w.bits == 4 || w.bits == 5 || w.bits == 6 || w.bits == 8;
@@ -108,7 +75,6 @@ QuantizedMatrix quantized_matrix(HostWeight w) {
     if (!bits_ok || !group_ok || w.cols % w.group_size != 0)
       throw std::invalid_argument("no CPU kernel for " + std::to_string(w.bits) + "-bit affine groups of " +
                                   std::to_string(w.group_size) + " over rows of " + std::to_string(w.cols));
-    q.layout = QuantLayout::Affine;
     q.bits = w.bits;
     q.scale_dtype = w.dtype;
     q.scales = widen(w.scales, w.dtype);
@@ -126,8 +92,8 @@ void dequantize_rows(const QuantizedMatrix& w, std::span<const std::int32_t> ids
   for (const auto id : ids) {
     if (id < 0 || id >= w.rows) throw std::out_of_range("dequantize_rows: row " + std::to_string(id));
     const std::uint8_t* row = w.data.data() + static_cast<std::size_t>(id) * rb;
-    if (w.layout != QuantLayout::Affine) {
-      dequantize_ggml(ggml_of(w.layout), std::span<const std::uint8_t>(row, rb),
+    if (w.blocks != GgmlType::F32) {
+      dequantize_ggml(w.blocks, std::span<const std::uint8_t>(row, rb),
                       std::span<float>(out, static_cast<std::size_t>(w.cols)));
     } else {
       const std::int64_t groups = w.cols / w.group;

@@ -7,14 +7,13 @@
 #include <span>
 #include <vector>
 
+#include "checkpoint/ggml_types.h"
 #include "checkpoint/host_weight.h"
 
 namespace tf {
 
-enum class QuantLayout : std::uint8_t { Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K, Affine };
-
 struct QuantizedMatrix {
-  QuantLayout layout = QuantLayout::Affine;
+  GgmlType blocks = GgmlType::F32;         // the GGUF block type; F32: MLX affine codes
   std::int64_t rows = 0, cols = 0;         // [out, in]
   int bits = 0;                            // affine: code width, 2 to 8
   int group = 0;                           // affine: elements per scale and bias; GGUF: elements per block
