@@ -2,10 +2,12 @@
 
 #include <mlx/mlx.h>
 
+#include "backends/mlx/host_kv_cache.h"
 #include "backends/mlx/kernels/gated_delta.h"
 #include "backends/mlx/kernels/invariant_attention.h"
 #include "backends/mlx/kernels/invariant_matmul.h"
 #include "backends/mlx/kernels/quantized_matrix.h"
+#include "backends/mlx/kernels/row_ops.h"
 #include "checkpoint/weight_forms.h"
 
 #include <unistd.h>
@@ -54,16 +56,20 @@ mx::array host_f32(const mx::array& a) {
   return c;
 }
 
-// A new float32 MLX array over a host buffer that the array owns.
+// A new float32 MLX array from a filled host buffer allocated with new[], which the array takes over (MLX's
+// CPU allocator copies it and deletes it at once: nothing may write to it afterwards).
 mx::array adopt(float* data, mx::Shape shape) {
   return mx::array(data, std::move(shape), mx::float32, [](void* p) { delete[] static_cast<float*>(p); });
 }
 
 mx::Dtype mlx_dtype(HostDType d) {
   switch (d) {
-    case HostDType::F32: return mx::float32;
-    case HostDType::F16: return mx::float16;
-    case HostDType::BF16: return mx::bfloat16;
+    case HostDType::F32:
+      return mx::float32;
+    case HostDType::F16:
+      return mx::float16;
+    case HostDType::BF16:
+      return mx::bfloat16;
   }
   return mx::float32;
 }
@@ -80,7 +86,9 @@ mx::array from_bytes(const std::vector<std::uint8_t>& bytes, mx::Shape shape, mx
 class MlxKvCache final : public KvCache {
  public:
   MlxKvCache(int layers, int kv_heads, int head_dim)
-      : kv_heads_(kv_heads), head_dim_(head_dim), keys_(static_cast<std::size_t>(layers)),
+      : kv_heads_(kv_heads),
+        head_dim_(head_dim),
+        keys_(static_cast<std::size_t>(layers)),
         values_(static_cast<std::size_t>(layers)) {}
   std::int64_t length() const override { return length_; }
   void truncate(std::int64_t length) override {
@@ -110,13 +118,15 @@ class MlxKvCache final : public KvCache {
   }
 
   void restore(std::span<const std::uint8_t> bytes) override {
-    const std::size_t per_position = keys_.size() * 2 * static_cast<std::size_t>(kv_heads_) * static_cast<std::size_t>(head_dim_) * 4;
+    const std::size_t per_position =
+        keys_.size() * 2 * static_cast<std::size_t>(kv_heads_) * static_cast<std::size_t>(head_dim_) * 4;
     if (per_position == 0 || bytes.size() % per_position != 0)
       throw std::invalid_argument("kv cache restore: bytes of another shape");
     const int n = static_cast<int>(bytes.size() / per_position);
     const int cap = std::max(kStep, (n + kStep - 1) / kStep * kStep);
     std::size_t off = 0;
-    const std::size_t block = static_cast<std::size_t>(kv_heads_) * static_cast<std::size_t>(n) * static_cast<std::size_t>(head_dim_) * 4;
+    const std::size_t block =
+        static_cast<std::size_t>(kv_heads_) * static_cast<std::size_t>(n) * static_cast<std::size_t>(head_dim_) * 4;
     for (std::size_t l = 0; l < keys_.size(); ++l)
       for (auto* buf : {&keys_[l], &values_[l]}) {
         mx::array full = mx::zeros({1, kv_heads_, cap, head_dim_}, mx::float32);
@@ -131,11 +141,6 @@ class MlxKvCache final : public KvCache {
         off += block;
       }
     length_ = n;
-  }
-
-  // The whole buffers of a layer, [1, kv_heads, capacity, head_dim].
-  std::pair<mx::array&, mx::array&> buffers(int layer) {
-    return {*keys_[static_cast<std::size_t>(layer)], *values_[static_cast<std::size_t>(layer)]};
   }
 
   // Stores k, v [1, kv_heads, n, head_dim] at `start` of `layer`; returns views over 0 .. start + n.
@@ -184,7 +189,8 @@ class MlxRecurrentState final : public RecurrentState {
   static constexpr std::int64_t kReplayRows = 16;
 
   MlxRecurrentState(int layers, const GatedDeltaSpec& spec)
-      : shape_{spec.k_heads, spec.v_heads, spec.k_dim, spec.v_dim, spec.conv_kernel}, layers_(static_cast<std::size_t>(layers)) {
+      : shape_{spec.k_heads, spec.v_heads, spec.k_dim, spec.v_dim, spec.conv_kernel},
+        layers_(static_cast<std::size_t>(layers)) {
     for (auto& l : layers_)
       for (auto& b : l.buf) b.assign(static_cast<std::size_t>(floats()), 0.0f);
   }
@@ -198,7 +204,8 @@ class MlxRecurrentState final : public RecurrentState {
   // Runs `rows` positions from `start` (the state's length) through `layer`.
   void run(int layer, std::int64_t start, std::int64_t rows, const float* qkv, const float* a, const float* b,
            const GatedDeltaWeights& w, float* out) {
-    if (layer < 0 || static_cast<std::size_t>(layer) >= layers_.size()) throw std::invalid_argument("gated_delta: layer");
+    if (layer < 0 || static_cast<std::size_t>(layer) >= layers_.size())
+      throw std::invalid_argument("gated_delta: layer");
     if (start != length_) throw std::invalid_argument("gated_delta: the rows must continue the state");
     if (layer == 0) {
       call_start_ = start;
@@ -318,7 +325,7 @@ mx::array per_run(const mx::array& a, std::span<const StreamRows> runs, F f) {
 mx::array rope_run(const mx::array& a, int heads, int head_dim, std::int64_t start, const RopeSpec& spec) {
   const int n = a.shape(0);
   auto h = mx::transpose(mx::reshape(a, {1, n, heads, head_dim}), {0, 2, 1, 3});  // [1, heads, n, d]
-  const int dims = spec.rotary_dims > 0 ? spec.rotary_dims : head_dim;  // partial RoPE: the first dims rotate
+  const int dims = spec.rotary_dims > 0 ? spec.rotary_dims : head_dim;            // partial RoPE: the first dims rotate
   std::optional<mx::array> freqs;
   std::optional<float> base = spec.base;
   if (!spec.freq_factors.empty()) {
@@ -333,7 +340,83 @@ mx::array rope_run(const mx::array& a, int heads, int head_dim, std::int64_t sta
   return mx::reshape(mx::transpose(r, {0, 2, 1, 3}), {n, heads * head_dim});
 }
 
-// One stream's attention: writes k, v [n, kv_heads * head_dim] at `start` of its cache, attends q over it.
+// Rows computed on the host. On the CPU a call of at most kInvariantRows rows (decode, a verify window, a
+// shared round) keeps its activations here from the embedding to the logits: every op is a host kernel
+// (kernels/), none waits on MLX's graph, and a row's bits never depend on the rows beside it. Longer calls
+// (prefill chunks) run as MLX arrays.
+struct HostRows final : Tensor::Impl {
+  HostRows(std::int64_t r, std::int64_t c) : rows(r), cols(c), values(static_cast<std::size_t>(r * c)) {}
+  std::int64_t rows, cols;
+  std::vector<float> values;
+};
+
+const HostRows* host_rows(const Tensor& t) { return dynamic_cast<const HostRows*>(t.impl()); }
+
+// New rows and the tensor that holds them.
+std::pair<Tensor, float*> new_rows(std::int64_t rows, std::int64_t cols) {
+  auto h = std::make_shared<HostRows>(rows, cols);
+  float* p = h->values.data();
+  return {Tensor(std::move(h)), p};
+}
+
+// Any activation as an MLX array (host rows copied into one).
+mx::array mlx_of(const Tensor& t) {
+  if (const auto* h = host_rows(t)) {
+    auto* copy = new float[h->values.size()];
+    std::memcpy(copy, h->values.data(), h->values.size() * sizeof(float));
+    return adopt(copy, {static_cast<int>(h->rows), static_cast<int>(h->cols)});
+  }
+  return arr(t);
+}
+
+// An activation's values on the host, row-major float32: host rows as they are, an MLX array evaluated.
+struct HostView {
+  const float* data = nullptr;
+  std::int64_t rows = 0, cols = 0;
+  std::optional<mx::array> keep;  // the evaluated array `data` points into
+};
+
+HostView host_view(const Tensor& t) {
+  if (const auto* h = host_rows(t)) return {h->values.data(), h->rows, h->cols, std::nullopt};
+  auto a = host_f32(arr(t));
+  const float* p = a.data<float>();
+  return {p, a.shape(0), a.shape(1), std::move(a)};
+}
+
+// A dense float32 weight's values (norm weights and other vectors are held so on the CPU, evaluated at upload).
+const float* dense_values(const DeviceWeight& w) { return arr(w.data).data<float>(); }
+
+// One stream's attention on the CPU: writes k, v [n, kv_heads * head_dim] at `start` of its cache, attends
+// q over it into out [n, heads * head_dim]. Decode and verify rows take the row-invariant kernel; a prefill
+// chunk takes MLX's fused attention over an MLX view of the cache.
+void attend_host(HostKvCache& cache, int layer, const float* q, const float* k, const float* v, std::int64_t n,
+                 std::int64_t start, const AttentionSpec& spec, float* out) {
+  cache.write(layer, k, v, n, start);
+  const std::int64_t cap = cache.capacity(layer), width = static_cast<std::int64_t>(spec.heads) * spec.head_dim;
+  if (n <= kInvariantRows) {
+    invariant_attention(q, n, start, cache.keys(layer), cache.values(layer), cap,
+                        AttentionShape{spec.heads, spec.kv_heads, spec.head_dim, spec.scale}, out);
+    return;
+  }
+  // Views over the cache's memory (or copies, where MLX's allocator cannot wrap it): evaluated before this
+  // returns, so no graph reads the buffers after a later write moves them.
+  const int kvh = spec.kv_heads, d = spec.head_dim, end = static_cast<int>(start + n), rows = static_cast<int>(n);
+  auto view = [&](const float* p) {
+    mx::array full(const_cast<float*>(p), {1, kvh, static_cast<int>(cap), d}, mx::float32, [](void*) {});
+    return mx::slice(full, {0, 0, 0, 0}, {1, kvh, end, d});
+  };
+  auto* qcopy = new float[static_cast<std::size_t>(n * width)];
+  std::memcpy(qcopy, q, static_cast<std::size_t>(n * width) * sizeof(float));
+  auto qh =
+      mx::transpose(mx::reshape(adopt(qcopy, {rows, static_cast<int>(width)}), {1, rows, spec.heads, d}), {0, 2, 1, 3});
+  auto o = mx::fast::scaled_dot_product_attention(qh, view(cache.keys(layer)), view(cache.values(layer)), spec.scale,
+                                                  "causal");
+  o = mx::contiguous(mx::reshape(mx::transpose(o, {0, 2, 1, 3}), {rows, static_cast<int>(width)}));
+  mx::eval(o);
+  std::memcpy(out, o.data<float>(), static_cast<std::size_t>(n * width) * sizeof(float));
+}
+
+// One stream's attention on Metal: writes k, v [n, kv_heads * head_dim] at `start` of its cache, attends q over it.
 mx::array attend_run(KvCache& cache, int layer, const mx::array& q, const mx::array& k, const mx::array& v,
                      std::int64_t start, const AttentionSpec& spec) {
   auto& c = dynamic_cast<MlxKvCache&>(cache);
@@ -341,17 +424,8 @@ mx::array attend_run(KvCache& cache, int layer, const mx::array& q, const mx::ar
   auto heads_first = [n](const mx::array& a, int heads, int d) {
     return mx::transpose(mx::reshape(a, {1, n, heads, d}), {0, 2, 1, 3});
   };
-  auto [K, V] = c.write(layer, heads_first(k, spec.kv_heads, spec.head_dim), heads_first(v, spec.kv_heads, spec.head_dim),
-                        start);
-  if (n <= kInvariantRows) {
-    const auto& [Kfull, Vfull] = c.buffers(layer);
-    mx::eval(Kfull, Vfull);
-    const auto qs = host_f32(q);
-    auto* o = new float[static_cast<std::size_t>(n * spec.heads * spec.head_dim)];
-    invariant_attention(qs.data<float>(), n, start, Kfull.data<float>(), Vfull.data<float>(), Kfull.shape(2),
-                        AttentionShape{spec.heads, spec.kv_heads, spec.head_dim, spec.scale}, o);
-    return adopt(o, {n, spec.heads * spec.head_dim});
-  }
+  auto [K, V] =
+      c.write(layer, heads_first(k, spec.kv_heads, spec.head_dim), heads_first(v, spec.kv_heads, spec.head_dim), start);
   auto qh = heads_first(q, spec.heads, spec.head_dim);
   auto o = mx::fast::scaled_dot_product_attention(qh, K, V, spec.scale, n > 1 ? "causal" : "");
   return mx::reshape(mx::transpose(o, {0, 2, 1, 3}), {n, spec.heads * spec.head_dim});
@@ -361,7 +435,7 @@ class MlxBackend final : public Backend {
  public:
   // On the CPU, quantized weights stay in their checkpoint's packing and run on kernels/quantized_matrix.h's
   // row-invariant kernels (MLX's own CPU quantized matmul is tens of times slower than float BLAS and not
-  // row-invariant). Metal takes MLX's quantized kernels.
+  // row-invariant), and decode rows run on host kernels end to end (HostRows). Metal takes MLX's ops.
   MlxBackend() : cpu_(!mx::is_available(mx::Device::gpu)) {}
 
   std::string name() const override { return "mlx"; }
@@ -411,14 +485,31 @@ class MlxBackend final : public Backend {
   }
 
   std::unique_ptr<KvCache> new_kv_cache(int layers, int kv_heads, int head_dim) override {
+    if (cpu_) return std::make_unique<HostKvCache>(layers, kv_heads, head_dim);
     return std::make_unique<MlxKvCache>(layers, kv_heads, head_dim);
   }
 
   Tensor embed(const DeviceWeight& table, std::span<const std::int32_t> ids) override {
+    const auto n = static_cast<std::int64_t>(ids.size());
     if (const auto* q = cpu_quantized(table)) {
+      if (on_host(n)) {
+        auto [t, rows] = new_rows(n, q->cols);
+        dequantize_rows(*q, ids, rows);
+        return t;
+      }
       auto* rows = new float[ids.size() * static_cast<std::size_t>(q->cols)];
       dequantize_rows(*q, ids, rows);
       return wrap(adopt(rows, {static_cast<int>(ids.size()), static_cast<int>(q->cols)}));
+    }
+    if (on_host(n) && !table.quantized()) {
+      auto [t, rows] = new_rows(n, table.cols);
+      const float* all = dense_values(table);
+      for (std::int64_t i = 0; i < n; ++i) {
+        const std::int64_t id = ids[static_cast<std::size_t>(i)];
+        if (id < 0 || id >= table.rows) throw std::invalid_argument("embed: token id out of range");
+        std::memcpy(rows + i * table.cols, all + id * table.cols, static_cast<std::size_t>(table.cols) * sizeof(float));
+      }
+      return t;
     }
     mx::array idx(ids.begin(), {static_cast<int>(ids.size())}, mx::int32);
     if (!table.quantized()) return wrap(mx::take(arr(table.data), idx, 0));
@@ -429,117 +520,198 @@ class MlxBackend final : public Backend {
   }
 
   Tensor rms_norm(const Tensor& x, const DeviceWeight& weight, float eps) override {
+    if (const auto* h = host_rows(x)) {
+      auto [t, y] = new_rows(h->rows, h->cols);
+      rms_norm_rows(h->values.data(), h->rows, h->cols, dense_values(weight), eps, y);
+      return t;
+    }
     return wrap(mx::fast::rms_norm(arr(x), mx::reshape(arr(weight.data), {static_cast<int>(weight.cols)}), eps));
   }
 
   Tensor linear(const Tensor& x, const DeviceWeight& w) override {
-    const int rows = arr(x).shape(0);
-    if (const auto* q = cpu_quantized(w)) {
-      const auto xs = host_f32(arr(x));
-      auto* y = new float[static_cast<std::size_t>(rows) * static_cast<std::size_t>(w.rows)];
-      quantized_matmul(xs.data<float>(), rows, *q, y);
-      return wrap(adopt(y, {rows, static_cast<int>(w.rows)}));
-    }
-    if (!w.quantized() && rows <= kInvariantRows) {
-      const auto xs = host_f32(arr(x));
-      auto* y = new float[static_cast<std::size_t>(rows * w.rows)];
-      invariant_matmul(xs.data<float>(), rows, arr(w.data).data<float>(), w.rows, w.cols, y);
-      return wrap(adopt(y, {rows, static_cast<int>(w.rows)}));
+    const auto* q = cpu_quantized(w);
+    if (q != nullptr || (cpu_ && !w.quantized() && rows_of(x) <= kInvariantRows)) {
+      const HostView in = host_view(x);
+      // Decode rows stay on the host; a prefill chunk's product goes back to MLX's graph.
+      auto product = [&](float* y) {
+        if (q != nullptr)
+          quantized_matmul(in.data, in.rows, *q, y);
+        else
+          invariant_matmul(in.data, in.rows, dense_values(w), w.rows, w.cols, y);
+      };
+      if (on_host(in.rows)) {
+        auto [out, y] = new_rows(in.rows, w.rows);
+        product(y);
+        return out;
+      }
+      auto* y = new float[static_cast<std::size_t>(in.rows * w.rows)];
+      product(y);
+      return wrap(adopt(y, {static_cast<int>(in.rows), static_cast<int>(w.rows)}));
     }
     if (!w.quantized()) return wrap(mx::matmul(arr(x), mx::transpose(arr(w.data))));
     return wrap(mx::quantized_matmul(arr(x), arr(w.data), arr(w.scales), arr(w.biases), /*transpose=*/true,
                                      w.group_size, w.bits));
   }
 
-  Tensor add(const Tensor& a, const Tensor& b) override { return wrap(mx::add(arr(a), arr(b))); }
+  Tensor add(const Tensor& a, const Tensor& b) override {
+    if (const auto* ha = host_rows(a); ha != nullptr && host_rows(b) != nullptr) {
+      const auto* hb = host_rows(b);
+      if (ha->values.size() != hb->values.size()) throw std::invalid_argument("add: shapes differ");
+      auto [t, y] = new_rows(ha->rows, ha->cols);
+      add_rows(ha->values.data(), hb->values.data(), static_cast<std::int64_t>(ha->values.size()), y);
+      return t;
+    }
+    return wrap(mx::add(mlx_of(a), mlx_of(b)));
+  }
 
   Tensor swiglu(const Tensor& gate, const Tensor& up) override {
-    const auto& g = arr(gate);
-    return wrap(mx::multiply(mx::multiply(g, mx::sigmoid(g)), arr(up)));
+    if (const auto* g = host_rows(gate); g != nullptr && host_rows(up) != nullptr) {
+      const auto* u = host_rows(up);
+      if (g->values.size() != u->values.size()) throw std::invalid_argument("swiglu: shapes differ");
+      auto [t, y] = new_rows(g->rows, g->cols);
+      swiglu_rows(g->values.data(), u->values.data(), static_cast<std::int64_t>(g->values.size()), y);
+      return t;
+    }
+    const auto g = mlx_of(gate);
+    return wrap(mx::multiply(mx::multiply(g, mx::sigmoid(g)), mlx_of(up)));
   }
 
   bool has_linear_attention() const override { return true; }
 
   std::unique_ptr<RecurrentState> new_recurrent_state(int layers, const GatedDeltaSpec& spec) override {
-    if (spec.k_heads <= 0 || spec.v_heads % spec.k_heads != 0 || spec.k_dim <= 0 || spec.v_dim <= 0 || spec.conv_kernel < 1)
+    if (spec.k_heads <= 0 || spec.v_heads % spec.k_heads != 0 || spec.k_dim <= 0 || spec.v_dim <= 0 ||
+        spec.conv_kernel < 1)
       throw std::invalid_argument("new_recurrent_state: a Gated DeltaNet shape needs v_heads a multiple of k_heads");
     return std::make_unique<MlxRecurrentState>(layers, spec);
   }
 
   Tensor rms_norm_heads(const Tensor& x, const DeviceWeight& weight, int heads, float eps) override {
+    const int d = static_cast<int>(weight.cols);
+    if (const auto* h = host_rows(x)) {
+      if (h->cols != static_cast<std::int64_t>(heads) * d) throw std::invalid_argument("rms_norm_heads: shape");
+      auto [t, y] = new_rows(h->rows, h->cols);
+      rms_norm_rows(h->values.data(), h->rows * heads, d, dense_values(weight), eps, y);
+      return t;
+    }
     const auto& a = arr(x);
-    const int n = a.shape(0), d = static_cast<int>(weight.cols);
+    const int n = a.shape(0);
     if (a.shape(1) != heads * d) throw std::invalid_argument("rms_norm_heads: shape");
     auto y = mx::fast::rms_norm(mx::reshape(a, {n * heads, d}), mx::reshape(arr(weight.data), {d}), eps);
     return wrap(mx::reshape(y, {n, heads * d}));
   }
 
   Tensor head_columns(const Tensor& x, int heads, int block, int offset, int width) override {
+    if (cols_of(x) != static_cast<std::int64_t>(heads) * block || offset < 0 || width < 1 || offset + width > block)
+      throw std::invalid_argument("head_columns: shape");
+    if (const auto* h = host_rows(x)) {
+      auto [t, y] = new_rows(h->rows, static_cast<std::int64_t>(heads) * width);
+      for (std::int64_t r = 0; r < h->rows * heads; ++r)
+        std::memcpy(y + r * width, h->values.data() + r * block + offset,
+                    static_cast<std::size_t>(width) * sizeof(float));
+      return t;
+    }
     const auto& a = arr(x);
     const int n = a.shape(0);
-    if (a.shape(1) != heads * block || offset < 0 || width < 1 || offset + width > block)
-      throw std::invalid_argument("head_columns: shape");
     auto part = mx::slice(mx::reshape(a, {n, heads, block}), {0, 0, offset}, {n, heads, offset + width});
     return wrap(mx::reshape(mx::contiguous(part), {n, heads * width}));
   }
 
   Tensor sigmoid_gate(const Tensor& x, const Tensor& gate) override {
-    return wrap(mx::multiply(arr(x), mx::sigmoid(arr(gate))));
+    if (const auto* hx = host_rows(x); hx != nullptr && host_rows(gate) != nullptr) {
+      const auto* hg = host_rows(gate);
+      if (hx->values.size() != hg->values.size()) throw std::invalid_argument("sigmoid_gate: shapes differ");
+      auto [t, y] = new_rows(hx->rows, hx->cols);
+      sigmoid_gate_rows(hx->values.data(), hg->values.data(), static_cast<std::int64_t>(hx->values.size()), y);
+      return t;
+    }
+    return wrap(mx::multiply(mlx_of(x), mx::sigmoid(mlx_of(gate))));
   }
 
   Tensor from_host(std::span<const float> values, std::int64_t rows, std::int64_t cols) override {
     if (rows < 1 || cols < 1 || static_cast<std::int64_t>(values.size()) != rows * cols)
       throw std::invalid_argument("from_host: shape");
+    if (on_host(rows)) {
+      auto [t, y] = new_rows(rows, cols);
+      std::memcpy(y, values.data(), values.size() * sizeof(float));
+      return t;
+    }
     auto* copy = new float[values.size()];
     std::memcpy(copy, values.data(), values.size() * sizeof(float));
     return wrap(adopt(copy, {static_cast<int>(rows), static_cast<int>(cols)}));
   }
 
   Tensor concat_columns(const Tensor& a, const Tensor& b) override {
-    if (arr(a).shape(0) != arr(b).shape(0)) throw std::invalid_argument("concat_columns: row counts differ");
-    return wrap(mx::concatenate({arr(a), arr(b)}, 1));
+    if (rows_of(a) != rows_of(b)) throw std::invalid_argument("concat_columns: row counts differ");
+    if (const auto* ha = host_rows(a); ha != nullptr && host_rows(b) != nullptr) {
+      const auto* hb = host_rows(b);
+      auto [t, y] = new_rows(ha->rows, ha->cols + hb->cols);
+      for (std::int64_t r = 0; r < ha->rows; ++r) {
+        std::memcpy(y + r * (ha->cols + hb->cols), ha->values.data() + r * ha->cols,
+                    static_cast<std::size_t>(ha->cols) * sizeof(float));
+        std::memcpy(y + r * (ha->cols + hb->cols) + ha->cols, hb->values.data() + r * hb->cols,
+                    static_cast<std::size_t>(hb->cols) * sizeof(float));
+      }
+      return t;
+    }
+    return wrap(mx::concatenate({mlx_of(a), mlx_of(b)}, 1));
   }
 
   Tensor gated_delta(std::span<const StreamRows> runs, int layer, const Tensor& qkv, const Tensor& a, const Tensor& b,
                      const DeviceWeight& conv_weight, const DeviceWeight& a_log, const DeviceWeight& dt_bias,
                      const GatedDeltaSpec& spec) override {
-    const auto x = host_f32(arr(qkv)), av = host_f32(arr(a)), bv = host_f32(arr(b));
-    const int n = x.shape(0);
+    const HostView x = host_view(qkv), av = host_view(a), bv = host_view(b);
+    const std::int64_t n = x.rows;
     const auto C = spec.conv_channels();
-    if (x.shape(1) != C || av.shape(0) != n || bv.shape(0) != n || av.shape(1) != spec.v_heads || bv.shape(1) != spec.v_heads ||
-        conv_weight.rows != C || conv_weight.cols != spec.conv_kernel || a_log.cols != spec.v_heads || dt_bias.cols != spec.v_heads)
+    if (x.cols != C || av.rows != n || bv.rows != n || av.cols != spec.v_heads || bv.cols != spec.v_heads ||
+        conv_weight.rows != C || conv_weight.cols != spec.conv_kernel || a_log.cols != spec.v_heads ||
+        dt_bias.cols != spec.v_heads)
       throw std::invalid_argument("gated_delta: shapes");
-    const GatedDeltaWeights w{arr(conv_weight.data).data<float>(), arr(a_log.data).data<float>(),
-                              arr(dt_bias.data).data<float>()};
+    const GatedDeltaWeights w{dense_values(conv_weight), dense_values(a_log), dense_values(dt_bias)};
     const std::int64_t width = static_cast<std::int64_t>(spec.v_heads) * spec.v_dim;
-    auto* out = new float[static_cast<std::size_t>(n * width)];
+    auto [out, y] = new_rows(n, width);
     std::int64_t row = 0;
     for (const auto& run : runs) {
       auto* st = dynamic_cast<MlxRecurrentState*>(run.recurrent);
       if (st == nullptr) throw std::invalid_argument("gated_delta: a run without an MLX recurrent state");
-      st->run(layer, run.start, run.rows, x.data<float>() + row * C, av.data<float>() + row * spec.v_heads,
-              bv.data<float>() + row * spec.v_heads, w, out + row * width);
+      if (row + run.rows > n) throw std::invalid_argument("gated_delta: the runs do not cover the rows");
+      st->run(layer, run.start, run.rows, x.data + row * C, av.data + row * spec.v_heads, bv.data + row * spec.v_heads,
+              w, y + row * width);
       row += run.rows;
     }
-    if (row != n) {
-      delete[] out;
-      throw std::invalid_argument("gated_delta: the runs do not cover the rows");
-    }
-    return wrap(adopt(out, {n, static_cast<int>(width)}));
+    if (row != n) throw std::invalid_argument("gated_delta: the runs do not cover the rows");
+    return on_host(n) ? out : wrap(mlx_of(out));
   }
 
   Tensor rms_norm_gated(const Tensor& x, const DeviceWeight& weight, const Tensor& z, int heads, float eps) override {
-    const auto& a = arr(x);
-    const int n = a.shape(0), d = static_cast<int>(weight.cols);
-    if (a.shape(1) != heads * d || arr(z).shape(1) != heads * d) throw std::invalid_argument("rms_norm_gated: shape");
+    const int d = static_cast<int>(weight.cols);
+    if (cols_of(x) != static_cast<std::int64_t>(heads) * d || cols_of(z) != static_cast<std::int64_t>(heads) * d)
+      throw std::invalid_argument("rms_norm_gated: shape");
+    if (const auto* h = host_rows(x); h != nullptr && host_rows(z) != nullptr) {
+      auto [t, y] = new_rows(h->rows, h->cols);
+      rms_norm_rows(h->values.data(), h->rows * heads, d, dense_values(weight), eps, y);
+      swiglu_rows(host_rows(z)->values.data(), y, static_cast<std::int64_t>(h->values.size()), y);  // silu(z) * norm
+      return t;
+    }
+    const auto a = mlx_of(x);
+    const int n = a.shape(0);
     auto y = mx::reshape(mx::fast::rms_norm(mx::reshape(a, {n * heads, d}), mx::reshape(arr(weight.data), {d}), eps),
                          {n, heads * d});
-    const auto& g = arr(z);
+    const auto g = mlx_of(z);
     return wrap(mx::multiply(y, mx::multiply(g, mx::sigmoid(g))));
   }
 
   Tensor rope(const Tensor& x, int heads, int head_dim, std::span<const StreamRows> runs,
               const RopeSpec& spec) override {
+    if (const auto* h = host_rows(x)) {
+      auto [t, y] = new_rows(h->rows, h->cols);
+      std::memcpy(y, h->values.data(), h->values.size() * sizeof(float));
+      std::int64_t row = 0;
+      for (const auto& run : runs) {
+        rope_rows(y + row * h->cols, run.rows, heads, head_dim, run.start, spec);
+        row += run.rows;
+      }
+      return t;
+    }
     return wrap(per_run(arr(x), runs, [&](const mx::array& a, const StreamRows& run) {
       return rope_run(a, heads, head_dim, run.start, spec);
     }));
@@ -547,6 +719,18 @@ class MlxBackend final : public Backend {
 
   Tensor attend(std::span<const StreamRows> runs, int layer, const Tensor& q, const Tensor& k, const Tensor& v,
                 const AttentionSpec& spec) override {
+    if (cpu_) {
+      const HostView qv = host_view(q), kv = host_view(k), vv = host_view(v);
+      const std::int64_t width = static_cast<std::int64_t>(spec.heads) * spec.head_dim, kw = kv.cols;
+      auto [out, y] = new_rows(qv.rows, width);
+      std::int64_t row = 0;
+      for (const auto& run : runs) {
+        attend_host(dynamic_cast<HostKvCache&>(*run.cache), layer, qv.data + row * qv.cols, kv.data + row * kw,
+                    vv.data + row * kw, run.rows, run.start, spec, y + row * width);
+        row += run.rows;
+      }
+      return on_host(qv.rows) ? out : wrap(mlx_of(out));
+    }
     if (runs.size() == 1) return wrap(attend_run(*runs[0].cache, layer, arr(q), arr(k), arr(v), runs[0].start, spec));
     std::vector<mx::array> out;
     int row = 0;
@@ -562,12 +746,19 @@ class MlxBackend final : public Backend {
   std::int64_t invariant_rows() const override { return cpu_ ? kInvariantRows : 1; }
 
   Tensor last_rows(const Tensor& x, std::int64_t n) override {
+    if (const auto* h = host_rows(x)) {
+      if (n == h->rows) return x;
+      auto [t, y] = new_rows(n, h->cols);
+      std::memcpy(y, h->values.data() + (h->rows - n) * h->cols, static_cast<std::size_t>(n * h->cols) * sizeof(float));
+      return t;
+    }
     const auto& a = arr(x);
     const int rows = a.shape(0);
     return wrap(mx::slice(a, {rows - static_cast<int>(n), 0}, {rows, a.shape(1)}));
   }
 
   std::vector<float> to_host(const Tensor& x) override {
+    if (const auto* h = host_rows(x)) return h->values;
     auto a = mx::astype(arr(x), mx::float32);
     a = mx::contiguous(a);
     mx::eval(a);
@@ -594,6 +785,17 @@ class MlxBackend final : public Backend {
       if (w.ggml_blocks()) throw;  // every GGUF block type the reader passes on has a kernel
       return std::nullopt;
     }
+  }
+
+  // Whether a call of `rows` rows keeps its activations on the host (HostRows).
+  bool on_host(std::int64_t rows) const { return cpu_ && rows <= kInvariantRows; }
+  static std::int64_t rows_of(const Tensor& t) {
+    if (const auto* h = host_rows(t)) return h->rows;
+    return arr(t).shape(0);
+  }
+  static std::int64_t cols_of(const Tensor& t) {
+    if (const auto* h = host_rows(t)) return h->cols;
+    return arr(t).shape(1);
   }
 
   bool cpu_;

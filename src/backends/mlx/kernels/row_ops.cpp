@@ -1,0 +1,97 @@
+#include "backends/mlx/kernels/row_ops.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backends/backend.h"
+
+namespace tf {
+namespace {
+
+typedef float v8f __attribute__((vector_size(32)));
+
+// Sum of squares in 8 interleaved lanes, the lanes summed in a fixed tree, then the tail in order.
+__attribute__((target_clones("avx2", "default"))) float sum_squares(const float* x, std::int64_t n) {
+  v8f acc{};
+  const std::int64_t n8 = n / 8 * 8;
+  for (std::int64_t i = 0; i < n8; i += 8) {
+    v8f v;
+    std::memcpy(&v, x + i, sizeof v);
+    const v8f sq = v * v;
+    acc = acc + sq;
+  }
+  float s = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+  for (std::int64_t i = n8; i < n; ++i) {
+    const float sq = x[i] * x[i];
+    s = s + sq;
+  }
+  return s;
+}
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+}  // namespace
+
+void rms_norm_rows(const float* x, std::int64_t rows, std::int64_t width, const float* weight, float eps, float* y) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * width;
+    float* yr = y + r * width;
+    const float inv = 1.0f / std::sqrt(sum_squares(xr, width) / static_cast<float>(width) + eps);
+    for (std::int64_t i = 0; i < width; ++i) {
+      const float n = xr[i] * inv;
+      yr[i] = n * weight[i];
+    }
+  }
+}
+
+void rope_rows(float* x, std::int64_t rows, int heads, int head_dim, std::int64_t start, const RopeSpec& spec) {
+  const int dims = spec.rotary_dims > 0 ? spec.rotary_dims : head_dim;
+  const int half = dims / 2;
+  // Frequencies as MLX derives them: base^(-2i/dims), or 1 / (base^(2i/dims) * factor_i) with per-pair factors.
+  std::vector<float> inv_freq(static_cast<std::size_t>(half));
+  for (int i = 0; i < half; ++i) {
+    const double period =
+        std::pow(static_cast<double>(spec.base), 2.0 * i / dims) *
+        (spec.freq_factors.empty() ? 1.0 : static_cast<double>(spec.freq_factors[static_cast<std::size_t>(i)]));
+    inv_freq[static_cast<std::size_t>(i)] = static_cast<float>(1.0 / period);
+  }
+  std::vector<float> cs(static_cast<std::size_t>(half)), sn(static_cast<std::size_t>(half));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto pos = static_cast<float>(start + r);
+    for (int i = 0; i < half; ++i) {
+      const float theta = pos * inv_freq[static_cast<std::size_t>(i)];
+      cs[static_cast<std::size_t>(i)] = static_cast<float>(std::cos(static_cast<double>(theta)));
+      sn[static_cast<std::size_t>(i)] = static_cast<float>(std::sin(static_cast<double>(theta)));
+    }
+    for (int h = 0; h < heads; ++h) {
+      float* v = x + (r * heads + h) * head_dim;
+      for (int i = 0; i < half; ++i) {
+        float& a = spec.interleaved ? v[2 * i] : v[i];
+        float& b = spec.interleaved ? v[2 * i + 1] : v[i + half];
+        const float c = cs[static_cast<std::size_t>(i)], s = sn[static_cast<std::size_t>(i)];
+        const float ac = a * c, bs = b * s, as = a * s, bc = b * c;
+        a = ac - bs;
+        b = as + bc;
+      }
+    }
+  }
+}
+
+void add_rows(const float* a, const float* b, std::int64_t n, float* y) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
+
+void swiglu_rows(const float* gate, const float* up, std::int64_t n, float* y) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    const float silu = g * sigmoid(g);
+    y[i] = silu * up[i];
+  }
+}
+
+void sigmoid_gate_rows(const float* x, const float* gate, std::int64_t n, float* y) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * sigmoid(gate[i]);
+}
+
+}  // namespace tf
