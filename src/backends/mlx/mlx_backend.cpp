@@ -6,6 +6,7 @@
 #include "backends/mlx/kernels/gated_delta.h"
 #include "backends/mlx/kernels/invariant_attention.h"
 #include "backends/mlx/kernels/invariant_matmul.h"
+#include "backends/mlx/kernels/prefill_gemm.h"
 #include "backends/mlx/kernels/quantized_matrix.h"
 #include "backends/mlx/kernels/row_ops.h"
 #include "checkpoint/weight_forms.h"
@@ -45,8 +46,9 @@ const QuantizedMatrix* cpu_quantized(const DeviceWeight& w) {
   return impl != nullptr ? &impl->matrix : nullptr;
 }
 
-// Decode and verify windows up to this many rows take the row-invariant kernels (kernels/), so a row's
-// logits are the same bits alone and inside a window; longer (prefill) chunks take MLX's BLAS path.
+// Calls of up to this many rows (decode, verify windows, shared rounds) take the row-invariant products
+// (kernels/), so a row's logits are the same bits alone and inside a window; longer (prefill) chunks take
+// the BLAS products (kernels/prefill_gemm.h). Every other op is row-invariant at any row count.
 constexpr int kInvariantRows = 16;
 
 // Evaluates `a` as a row-major float32 host array.
@@ -340,10 +342,10 @@ mx::array rope_run(const mx::array& a, int heads, int head_dim, std::int64_t sta
   return mx::reshape(mx::transpose(r, {0, 2, 1, 3}), {n, heads * head_dim});
 }
 
-// Rows computed on the host. On the CPU a call of at most kInvariantRows rows (decode, a verify window, a
-// shared round) keeps its activations here from the embedding to the logits: every op is a host kernel
-// (kernels/), none waits on MLX's graph, and a row's bits never depend on the rows beside it. Longer calls
-// (prefill chunks) run as MLX arrays.
+// Rows computed on the host. On the CPU every call keeps its activations here from the embedding to the
+// logits and every op is a host kernel (kernels/): MLX's graph would add an evaluation round trip to its
+// stream thread per op (most of a decode step's time, docs/benchmarks.md), and its CPU elementwise ops
+// (exp, sigmoid) were most of a prefill chunk's time besides the products. Metal keeps MLX arrays.
 struct HostRows final : Tensor::Impl {
   HostRows(std::int64_t r, std::int64_t c) : rows(r), cols(c), values(static_cast<std::size_t>(r * c)) {}
   std::int64_t rows, cols;
@@ -387,33 +389,12 @@ HostView host_view(const Tensor& t) {
 const float* dense_values(const DeviceWeight& w) { return arr(w.data).data<float>(); }
 
 // One stream's attention on the CPU: writes k, v [n, kv_heads * head_dim] at `start` of its cache, attends
-// q over it into out [n, heads * head_dim]. Decode and verify rows take the row-invariant kernel; a prefill
-// chunk takes MLX's fused attention over an MLX view of the cache.
+// q over it into out [n, heads * head_dim], each row computed alone (prefill rows as decode rows).
 void attend_host(HostKvCache& cache, int layer, const float* q, const float* k, const float* v, std::int64_t n,
                  std::int64_t start, const AttentionSpec& spec, float* out) {
   cache.write(layer, k, v, n, start);
-  const std::int64_t cap = cache.capacity(layer), width = static_cast<std::int64_t>(spec.heads) * spec.head_dim;
-  if (n <= kInvariantRows) {
-    invariant_attention(q, n, start, cache.keys(layer), cache.values(layer), cap,
-                        AttentionShape{spec.heads, spec.kv_heads, spec.head_dim, spec.scale}, out);
-    return;
-  }
-  // Views over the cache's memory (or copies, where MLX's allocator cannot wrap it): evaluated before this
-  // returns, so no graph reads the buffers after a later write moves them.
-  const int kvh = spec.kv_heads, d = spec.head_dim, end = static_cast<int>(start + n), rows = static_cast<int>(n);
-  auto view = [&](const float* p) {
-    mx::array full(const_cast<float*>(p), {1, kvh, static_cast<int>(cap), d}, mx::float32, [](void*) {});
-    return mx::slice(full, {0, 0, 0, 0}, {1, kvh, end, d});
-  };
-  auto* qcopy = new float[static_cast<std::size_t>(n * width)];
-  std::memcpy(qcopy, q, static_cast<std::size_t>(n * width) * sizeof(float));
-  auto qh =
-      mx::transpose(mx::reshape(adopt(qcopy, {rows, static_cast<int>(width)}), {1, rows, spec.heads, d}), {0, 2, 1, 3});
-  auto o = mx::fast::scaled_dot_product_attention(qh, view(cache.keys(layer)), view(cache.values(layer)), spec.scale,
-                                                  "causal");
-  o = mx::contiguous(mx::reshape(mx::transpose(o, {0, 2, 1, 3}), {rows, static_cast<int>(width)}));
-  mx::eval(o);
-  std::memcpy(out, o.data<float>(), static_cast<std::size_t>(n * width) * sizeof(float));
+  invariant_attention(q, n, start, cache.keys(layer), cache.values(layer), cache.capacity(layer),
+                      AttentionShape{spec.heads, spec.kv_heads, spec.head_dim, spec.scale}, out);
 }
 
 // One stream's attention on Metal: writes k, v [n, kv_heads * head_dim] at `start` of its cache, attends q over it.
@@ -492,16 +473,11 @@ class MlxBackend final : public Backend {
   Tensor embed(const DeviceWeight& table, std::span<const std::int32_t> ids) override {
     const auto n = static_cast<std::int64_t>(ids.size());
     if (const auto* q = cpu_quantized(table)) {
-      if (on_host(n)) {
-        auto [t, rows] = new_rows(n, q->cols);
-        dequantize_rows(*q, ids, rows);
-        return t;
-      }
-      auto* rows = new float[ids.size() * static_cast<std::size_t>(q->cols)];
+      auto [t, rows] = new_rows(n, q->cols);
       dequantize_rows(*q, ids, rows);
-      return wrap(adopt(rows, {static_cast<int>(ids.size()), static_cast<int>(q->cols)}));
+      return t;
     }
-    if (on_host(n) && !table.quantized()) {
+    if (cpu_) {
       auto [t, rows] = new_rows(n, table.cols);
       const float* all = dense_values(table);
       for (std::int64_t i = 0; i < n; ++i) {
@@ -529,24 +505,23 @@ class MlxBackend final : public Backend {
   }
 
   Tensor linear(const Tensor& x, const DeviceWeight& w) override {
-    const auto* q = cpu_quantized(w);
-    if (q != nullptr || (cpu_ && !w.quantized() && rows_of(x) <= kInvariantRows)) {
+    if (cpu_) {
       const HostView in = host_view(x);
-      // Decode rows stay on the host; a prefill chunk's product goes back to MLX's graph.
-      auto product = [&](float* y) {
+      if (in.cols != w.cols) throw std::invalid_argument("linear: shapes");
+      auto [out, y] = new_rows(in.rows, w.rows);
+      const auto* q = cpu_quantized(w);
+      if (in.rows <= kInvariantRows) {
         if (q != nullptr)
           quantized_matmul(in.data, in.rows, *q, y);
         else
           invariant_matmul(in.data, in.rows, dense_values(w), w.rows, w.cols, y);
-      };
-      if (on_host(in.rows)) {
-        auto [out, y] = new_rows(in.rows, w.rows);
-        product(y);
-        return out;
+      } else {
+        if (q != nullptr)
+          quantized_gemm(in.data, in.rows, *q, y);
+        else
+          dense_gemm(in.data, in.rows, dense_values(w), w.rows, w.cols, y);
       }
-      auto* y = new float[static_cast<std::size_t>(in.rows * w.rows)];
-      product(y);
-      return wrap(adopt(y, {static_cast<int>(in.rows), static_cast<int>(w.rows)}));
+      return out;
     }
     if (!w.quantized()) return wrap(mx::matmul(arr(x), mx::transpose(arr(w.data))));
     return wrap(mx::quantized_matmul(arr(x), arr(w.data), arr(w.scales), arr(w.biases), /*transpose=*/true,
@@ -630,7 +605,7 @@ class MlxBackend final : public Backend {
   Tensor from_host(std::span<const float> values, std::int64_t rows, std::int64_t cols) override {
     if (rows < 1 || cols < 1 || static_cast<std::int64_t>(values.size()) != rows * cols)
       throw std::invalid_argument("from_host: shape");
-    if (on_host(rows)) {
+    if (cpu_) {
       auto [t, y] = new_rows(rows, cols);
       std::memcpy(y, values.data(), values.size() * sizeof(float));
       return t;
@@ -679,7 +654,7 @@ class MlxBackend final : public Backend {
       row += run.rows;
     }
     if (row != n) throw std::invalid_argument("gated_delta: the runs do not cover the rows");
-    return on_host(n) ? out : wrap(mlx_of(out));
+    return out;
   }
 
   Tensor rms_norm_gated(const Tensor& x, const DeviceWeight& weight, const Tensor& z, int heads, float eps) override {
@@ -729,7 +704,7 @@ class MlxBackend final : public Backend {
                     vv.data + row * kw, run.rows, run.start, spec, y + row * width);
         row += run.rows;
       }
-      return on_host(qv.rows) ? out : wrap(mlx_of(out));
+      return out;
     }
     if (runs.size() == 1) return wrap(attend_run(*runs[0].cache, layer, arr(q), arr(k), arr(v), runs[0].start, spec));
     std::vector<mx::array> out;
@@ -787,8 +762,6 @@ class MlxBackend final : public Backend {
     }
   }
 
-  // Whether a call of `rows` rows keeps its activations on the host (HostRows).
-  bool on_host(std::int64_t rows) const { return cpu_ && rows <= kInvariantRows; }
   static std::int64_t rows_of(const Tensor& t) {
     if (const auto* h = host_rows(t)) return h->rows;
     return arr(t).shape(0);

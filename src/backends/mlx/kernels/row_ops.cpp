@@ -1,10 +1,12 @@
 #include "backends/mlx/kernels/row_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/mlx/kernels/chunk_pool.h"
 
 namespace tf {
 namespace {
@@ -31,18 +33,31 @@ __attribute__((target_clones("avx2", "default"))) float sum_squares(const float*
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
+// Runs f(begin, end) over [0, n) in fixed spans of `span` on the chunk pool (a decode step's few values stay
+// on the calling thread). Each value is computed by the same code whichever thread takes its span.
+template <class F>
+void over_spans(std::int64_t n, std::int64_t span, F f) {
+  const std::int64_t spans = (n + span - 1) / span;
+  if (spans <= 1) return f(std::int64_t{0}, n);
+  parallel_chunks(spans, [&](std::int64_t c) { f(c * span, std::min(n, (c + 1) * span)); });
+}
+
+constexpr std::int64_t kElementSpan = 16384, kRowSpan = 16;
+
 }  // namespace
 
 void rms_norm_rows(const float* x, std::int64_t rows, std::int64_t width, const float* weight, float eps, float* y) {
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * width;
-    float* yr = y + r * width;
-    const float inv = 1.0f / std::sqrt(sum_squares(xr, width) / static_cast<float>(width) + eps);
-    for (std::int64_t i = 0; i < width; ++i) {
-      const float n = xr[i] * inv;
-      yr[i] = n * weight[i];
+  over_spans(rows, std::max<std::int64_t>(kRowSpan, kElementSpan / width), [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * width;
+      float* yr = y + r * width;
+      const float inv = 1.0f / std::sqrt(sum_squares(xr, width) / static_cast<float>(width) + eps);
+      for (std::int64_t i = 0; i < width; ++i) {
+        const float n = xr[i] * inv;
+        yr[i] = n * weight[i];
+      }
     }
-  }
+  });
 }
 
 void rope_rows(float* x, std::int64_t rows, int heads, int head_dim, std::int64_t start, const RopeSpec& spec) {
@@ -56,42 +71,50 @@ void rope_rows(float* x, std::int64_t rows, int heads, int head_dim, std::int64_
         (spec.freq_factors.empty() ? 1.0 : static_cast<double>(spec.freq_factors[static_cast<std::size_t>(i)]));
     inv_freq[static_cast<std::size_t>(i)] = static_cast<float>(1.0 / period);
   }
-  std::vector<float> cs(static_cast<std::size_t>(half)), sn(static_cast<std::size_t>(half));
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const auto pos = static_cast<float>(start + r);
-    for (int i = 0; i < half; ++i) {
-      const float theta = pos * inv_freq[static_cast<std::size_t>(i)];
-      cs[static_cast<std::size_t>(i)] = static_cast<float>(std::cos(static_cast<double>(theta)));
-      sn[static_cast<std::size_t>(i)] = static_cast<float>(std::sin(static_cast<double>(theta)));
-    }
-    for (int h = 0; h < heads; ++h) {
-      float* v = x + (r * heads + h) * head_dim;
+  over_spans(rows, kRowSpan, [&](std::int64_t r0, std::int64_t r1) {
+    std::vector<float> cs(static_cast<std::size_t>(half)), sn(static_cast<std::size_t>(half));
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const auto pos = static_cast<float>(start + r);
       for (int i = 0; i < half; ++i) {
-        float& a = spec.interleaved ? v[2 * i] : v[i];
-        float& b = spec.interleaved ? v[2 * i + 1] : v[i + half];
-        const float c = cs[static_cast<std::size_t>(i)], s = sn[static_cast<std::size_t>(i)];
-        const float ac = a * c, bs = b * s, as = a * s, bc = b * c;
-        a = ac - bs;
-        b = as + bc;
+        const float theta = pos * inv_freq[static_cast<std::size_t>(i)];
+        cs[static_cast<std::size_t>(i)] = static_cast<float>(std::cos(static_cast<double>(theta)));
+        sn[static_cast<std::size_t>(i)] = static_cast<float>(std::sin(static_cast<double>(theta)));
+      }
+      for (int h = 0; h < heads; ++h) {
+        float* v = x + (r * heads + h) * head_dim;
+        for (int i = 0; i < half; ++i) {
+          float& a = spec.interleaved ? v[2 * i] : v[i];
+          float& b = spec.interleaved ? v[2 * i + 1] : v[i + half];
+          const float c = cs[static_cast<std::size_t>(i)], s = sn[static_cast<std::size_t>(i)];
+          const float ac = a * c, bs = b * s, as = a * s, bc = b * c;
+          a = ac - bs;
+          b = as + bc;
+        }
       }
     }
-  }
+  });
 }
 
 void add_rows(const float* a, const float* b, std::int64_t n, float* y) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+  over_spans(n, kElementSpan, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) y[i] = a[i] + b[i];
+  });
 }
 
 void swiglu_rows(const float* gate, const float* up, std::int64_t n, float* y) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    const float silu = g * sigmoid(g);
-    y[i] = silu * up[i];
-  }
+  over_spans(n, kElementSpan, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const float g = gate[i];
+      const float silu = g * sigmoid(g);
+      y[i] = silu * up[i];
+    }
+  });
 }
 
 void sigmoid_gate_rows(const float* x, const float* gate, std::int64_t n, float* y) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * sigmoid(gate[i]);
+  over_spans(n, kElementSpan, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) y[i] = x[i] * sigmoid(gate[i]);
+  });
 }
 
 }  // namespace tf
