@@ -1,6 +1,7 @@
 // The CPU product with quantized weights (backends/mlx/kernels/quantized_matrix.h): each row of a call has the
 // same bits alone, inside windows of any size and at any thread count, and the result is the float product
 // with the reference-dequantized weights to float32 accuracy.
+#include "backends/mlx/kernels/prefill_gemm.h"
 #include "backends/mlx/kernels/quantized_matrix.h"
 
 #include "backends/mlx/kernels/chunk_pool.h"
@@ -156,6 +157,36 @@ TEST(QuantizedMatmul, GgufBlocksAreRowInvariantAndAccurate) {
       EXPECT_EQ(q.bytes(), static_cast<std::size_t>(37 * cols / info.block_elements * info.block_bytes));
       check_product(q, std::string(info.name) + " x " + std::to_string(cols));
     }
+  }
+}
+
+// The prefill GEMM's dequantization (scale * code + min) against the reference: within a rounding of each value,
+// and the GEMM itself against the reference product.
+TEST(QuantizedMatmul, PrefillGemmMatchesTheReference) {
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    const auto info = *ggml_type_info(static_cast<std::uint32_t>(t));
+    const std::int64_t n = 37, k = 512, rows = 40;
+    const auto q = quantized_matrix(random_blocks(t, n, k, 99));
+    std::vector<std::int32_t> all(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) all[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i);
+    std::vector<float> ref(static_cast<std::size_t>(n * k)), fast(ref.size());
+    dequantize_rows(q, all, ref.data());
+    dequantize_for_gemm(q, 0, n, fast.data());
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      ASSERT_NEAR(fast[i], ref[i], 4e-7 * std::fabs(ref[i]) + 1e-6) << info.name << " value " << i;
+    const auto x = randn(static_cast<std::size_t>(rows * k), 3);
+    std::vector<float> y(static_cast<std::size_t>(rows * n));
+    quantized_gemm(x.data(), rows, q, y.data());
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double exact = 0, magnitude = 0;
+        for (std::int64_t i = 0; i < k; ++i) {
+          const double p = static_cast<double>(x[r * k + i]) * ref[j * k + i];
+          exact += p;
+          magnitude += std::fabs(p);
+        }
+        ASSERT_NEAR(y[r * n + j], exact, 2e-6 * magnitude + 1e-30) << info.name << ": row " << r << ", column " << j;
+      }
   }
 }
 

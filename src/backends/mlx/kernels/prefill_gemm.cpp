@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <numeric>
 #include <vector>
 
 #if defined(__APPLE__)
@@ -33,14 +32,11 @@ void quantized_gemm(const float* x, std::int64_t rows, const QuantizedMatrix& w,
   thread_local std::vector<float> scratch;
   std::vector<float>& tile = scratch;  // the calling thread's, also inside the pool's helpers
   tile.resize(static_cast<std::size_t>(tile_rows * w.cols));
-  std::vector<std::int32_t> ids(static_cast<std::size_t>(tile_rows));
   for (std::int64_t first = 0; first < w.rows; first += tile_rows) {
     const std::int64_t n = std::min(tile_rows, w.rows - first);
-    std::iota(ids.begin(), ids.end(), static_cast<std::int32_t>(first));
     parallel_chunks((n + kDequantRows - 1) / kDequantRows, [&](std::int64_t c) {
-      const std::int64_t r0 = c * kDequantRows, count = std::min(kDequantRows, n - r0);
-      dequantize_rows(w, std::span(ids).subspan(static_cast<std::size_t>(r0), static_cast<std::size_t>(count)),
-                      tile.data() + r0 * w.cols);
+      const std::int64_t r0 = c * kDequantRows;
+      dequantize_for_gemm(w, first + r0, std::min(kDequantRows, n - r0), tile.data() + r0 * w.cols);
     });
     // y[:, first .. first + n) = x [rows, cols] times tile^T [cols, n]
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows), static_cast<int>(n),

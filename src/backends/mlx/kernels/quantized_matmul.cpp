@@ -67,6 +67,18 @@ void quantized_matmul(const float* x, std::int64_t rows, const QuantizedMatrix& 
   quant_portable::matmul(x, rows, w, y);
 }
 
+void dequantize_for_gemm(const QuantizedMatrix& w, std::int64_t first, std::int64_t count, float* out) {
+#ifdef TF_QUANT_HAVE_AVX2
+  static const bool avx2 =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  if (avx2 && quant_avx2::dequantize(w, first, count, out)) return;
+#endif
+  if (quant_portable::dequantize(w, first, count, out)) return;
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) ids[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(first + i);
+  dequantize_rows(w, ids, out);
+}
+
 void quantized_matmul_portable(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y) {
   quant_portable::matmul(x, rows, w, y);
 }

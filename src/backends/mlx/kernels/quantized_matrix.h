@@ -35,6 +35,11 @@ void quantized_matmul(const float* x, std::int64_t rows, const QuantizedMatrix& 
 // on any machine.
 void quantized_matmul_portable(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y);
 
+// Rows first .. first + count - 1 of w as float32 for the prefill GEMM (prefill_gemm.h): GGUF values as
+// scale * code + min (a rounded product, then the sum: the decode kernels' factoring, within a rounding of the
+// reference), affine codes as dequantize_rows. Faster than dequantize_rows by the SIMD decoders.
+void dequantize_for_gemm(const QuantizedMatrix& w, std::int64_t first, std::int64_t count, float* out);
+
 // Rows `ids` of w as float32 values, one after the other, exactly as the reference dequantizes them:
 // ggml_dequant.h for GGUF blocks; for affine codes MLX's rounding, rnd(rnd(scale * q) + bias) in the scale type.
 void dequantize_rows(const QuantizedMatrix& w, std::span<const std::int32_t> ids, float* out);
