@@ -16,8 +16,8 @@
 #    The F16 source (15 GB) is deleted once both quantized files exist.
 # 3. Per model: `llama-bench -t THREADS -p 512 -n 128 -o json`, then ours (`tf_model_speed_bench MODEL 512
 #    128 3`), then one HTTP chat request to llama-server and to `tensorfold serve` (ours also with 4 at once).
-#    Each runs alone (never two processes being timed at once). Ours runs under a memory guard: today's CPU
-#    build expands quantized weights to float32 (~32 GB for an 8B), so it is skipped or stopped with a
+#    Each runs alone (never two processes being timed at once). Ours runs under a memory guard (an 8B
+#    Q4_K_M peaks at ~9 GB while it loads), so on a smaller machine it is skipped or stopped with a
 #    message where it does not fit, and llama.cpp's figures are still printed. Nothing waits without a limit.
 #
 # Everything downloaded or built is cached in $TENSORFOLD_BENCH_CACHE (default ~/.cache/tensorfold/bench) and
