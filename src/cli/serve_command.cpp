@@ -57,6 +57,9 @@ struct ServeFlags {
   int keep_alive = 5;
   std::size_t max_idle_connections = 4096;
   std::vector<std::string> cors_origins;
+  double prompt_cache_gib = -1.0;  // negative: auto
+  std::string snapshot_dir;        // "": the default under the cache directory
+  double max_snapshot_gib = 8.0;
 };
 
 // --parallel: "auto" (0 for the engine) or a count of streams.
@@ -164,11 +167,13 @@ std::string startup_report(const ServeFlags& f, const std::string& path, const s
       "  sampling  temperature {}, top_p {}, top_k {}, min_p {} (checkpoint defaults, then flags)\n"
       "  drafting  {}\n"
       "  streams   {}\n"
+      "  caching   {}\n"
       "  serving   http://{}:{}/v1{}\n",
-      kVersion, so.names.id, path, info.family, info.architecture, info.vocab, engine.backend_name(),
-      info.weight_bytes, mib(info.weight_bytes), engine.context_length(),
+      kVersion, so.names.id, path, info.family, info.architecture, info.vocab, engine.backend_name(), info.weight_bytes,
+      mib(info.weight_bytes), engine.context_length(),
       f.max_tokens > 0 ? fmt::format("{} tokens", f.max_tokens) : std::string("the context end"), s.temperature,
-      s.top_p, s.top_k, s.min_p, engine.drafting_summary(), engine.concurrency_summary(), url_host(f.host), srv.port(), extras);
+      s.top_p, s.top_k, s.min_p, engine.drafting_summary(), engine.concurrency_summary(), engine.prompt_cache_summary(),
+      url_host(f.host), srv.port(), extras);
 }
 
 int run_serve(const ServeFlags& f) {
@@ -225,6 +230,9 @@ int run_serve(const ServeFlags& f) {
   eo.parallel = parse_parallel(f.parallel);
   eo.decode_share = f.decode_share;
   eo.max_queue = static_cast<std::size_t>(f.max_queue);
+  eo.prompt_cache_gib = f.prompt_cache_gib;
+  eo.snapshot_dir = f.snapshot_dir;
+  eo.max_snapshot_gib = f.max_snapshot_gib;
   std::unique_ptr<Engine> engine;
   try {
     engine = std::make_unique<Engine>(eo);
@@ -329,6 +337,18 @@ Command add_serve_command(CLI::App& app) {
                   "Let browser pages from ORIGIN call the API (e.g. http://localhost:3000; * for any; "
                   "repeatable; default: none)")
       ->allow_extra_args(false);
+  sub->add_option("--prompt-cache-gib", f->prompt_cache_gib,
+                  "Memory for retained prompt prefixes, so that a conversation's next turn prefills only its new "
+                  "tokens (counted in the memory budget; 0: off; default: a quarter of the room beside the weights, "
+                  "at most 16 GiB; MLX backend only)")
+      ->check(CLI::Range(0.0, 4096.0));
+  sub->add_option("--snapshot-dir", f->snapshot_dir,
+                  "Directory of prompt-prefix snapshots that survive restarts (none: off; default: "
+                  "~/.cache/tensorfold/prefix-snapshots/MODEL-HASH, or under $XDG_CACHE_HOME)");
+  sub->add_option("--max-snapshot-gib", f->max_snapshot_gib,
+                  "Disk the snapshot directory may hold; the least recently used snapshots go first")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1048576.0));
   sub->add_flag("--no-drafts", f->no_drafts, "Decode serially: never draft (same output, bit for bit)");
   sub->add_option("--chat-template", f->chat_template, "Jinja chat template file replacing the checkpoint's")
       ->check(CLI::ExistingFile);

@@ -147,6 +147,9 @@ Engine::Engine(const EngineOptions& o) {
   so.mtp_drafts = drafter_ == "mtp" && max_drafts_ > 0;
   so.memory = plan_memory();
   so.shared_rows = row_check_.shared_rows;
+  so.plan = chunk_plan_rule();
+  open_prompt_cache(o, so.memory, so.plan);
+  so.prompt_cache = prompt_cache_.get();
   // Idle again: freed caches and activations go back to the system (MLX keeps freed buffers for reuse, and
   // glibc keeps freed heap in its arenas), so that a server's resident memory returns to its idle level.
   Backend* backend = backend_.get();
@@ -252,6 +255,21 @@ std::string Engine::drafting_summary() const {
 
 EngineStats Engine::stats() const {
   EngineStats s = scheduler_->stats();
+  if (prompt_cache_) {
+    const auto c = prompt_cache_->stats();
+    s.prompt_cache = true;
+    s.prefix_cache_queries = c.queries;
+    s.prefix_cache_hits = c.hits;
+    s.prefix_cache_query_tokens = c.query_tokens;
+    s.prefix_cache_hit_tokens = c.hit_tokens;
+    s.prefix_cache_entries = c.entries;
+    s.prefix_cache_bytes = c.bytes;
+    s.prefix_cache_budget_bytes = prompt_cache_->options().memory_bytes;
+    s.snapshot_files = c.disk_files;
+    s.snapshot_bytes = c.disk_bytes;
+    s.snapshots_loaded = c.disk_loads;
+    s.snapshots_refused = c.disk_refused;
+  }
   s.drafter = max_drafts_ > 0 ? drafter_ : "none";
   return s;
 }

@@ -14,6 +14,7 @@
 #include "engine/engine_stats.h"
 #include "engine/generation.h"
 #include "engine/memory_plan.h"
+#include "engine/prompt_cache.h"
 #include "engine/row_check.h"
 #include "engine/scheduler.h"
 #include "families/model.h"
@@ -43,6 +44,12 @@ struct EngineOptions {
   int parallel = 0;
   double decode_share = 0.5;
   std::size_t max_queue = 64;
+  // Prompt caching (engine/prompt_cache.h): the memory retained prefixes may hold (negative: auto, a quarter of
+  // the room beside the weights up to 16 GiB; 0: off), the snapshot directory ("": the default under the cache
+  // directory, "none": no snapshots) and its bound.
+  double prompt_cache_gib = -1.0;
+  std::string snapshot_dir;
+  double max_snapshot_gib = 8.0;
 };
 
 class Engine {
@@ -84,10 +91,15 @@ class Engine {
   int parallel() const;
   const MemoryPlan& memory_plan() const;
   std::string concurrency_summary() const;
+  std::string prompt_cache_summary() const;
 
  private:
   void load_chat_template(const EngineOptions& options);  // engine_chat.cpp
   MemoryPlan plan_memory() const;
+  // Everything a stream state's bits depend on besides its tokens (snapshot headers).
+  std::string state_identity(const std::string& model_path, const ChunkPlanRule& rule) const;
+  ChunkPlanRule chunk_plan_rule() const;  // engine_cache.cpp
+  void open_prompt_cache(const EngineOptions& options, MemoryPlan& memory, const ChunkPlanRule& rule);
 
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
@@ -105,6 +117,8 @@ class Engine {
   static constexpr double kFullWindowCost = 2.0;
   RowCheckReport row_check_;
   std::string drafter_;  // what serves: "none", "copies" or "mtp"
+  std::unique_ptr<PromptCache> prompt_cache_;  // before the scheduler: it outlives the scheduler's use
+  std::string prompt_cache_off_;               // why there is no prompt cache, when there is none
   std::unique_ptr<Scheduler> scheduler_;  // last: it stops before the model it runs goes
 };
 

@@ -17,6 +17,12 @@ struct EngineStats {
   std::int64_t requests_refused = 0;  // never fits or queue full
   std::int64_t requests_cancelled = 0;
   std::size_t memory_reserved_bytes = 0;  // what running streams hold (weights excluded)
+  // Prompt caching (engine/prompt_cache.h): lookups, prompt tokens looked up and found, what is retained.
+  bool prompt_cache = false;
+  std::int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;
+  std::int64_t prefix_cache_query_tokens = 0, prefix_cache_hit_tokens = 0;
+  std::int64_t prefix_cache_entries = 0, snapshot_files = 0, snapshots_loaded = 0, snapshots_refused = 0;
+  std::size_t prefix_cache_bytes = 0, prefix_cache_budget_bytes = 0, snapshot_bytes = 0;
   LatencyHistogram time_to_first_token{ttft_buckets()};
   LatencyHistogram e2e_latency{e2e_latency_buckets()};
 };

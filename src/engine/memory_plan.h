@@ -15,9 +15,13 @@ struct MemoryPlan {
   std::size_t state_bytes_per_token = 0;
   std::size_t state_bytes_per_stream = 0;  // fixed per stream (recurrent layers), whatever its length
   std::size_t workspace_bytes = 0;     // per stream: activations of a prefill chunk and the logits of a round
+  std::size_t prompt_cache_bytes = 0;  // retained prompt prefixes (--prompt-cache-gib), held beside the streams
 
-  // Bytes left for streams once the weights are in.
-  std::size_t stream_room() const { return budget_bytes > weight_bytes ? budget_bytes - weight_bytes : 0; }
+  // Bytes left for streams once the weights and the prompt cache are in.
+  std::size_t stream_room() const {
+    const std::size_t held = weight_bytes + prompt_cache_bytes;
+    return budget_bytes > held ? budget_bytes - held : 0;
+  }
   // What a stream reaching `tokens` positions reserves.
   std::size_t request_bytes(std::int64_t tokens) const;
   // The most positions one stream may reach when it runs alone (0: not even one).

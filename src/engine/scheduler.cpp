@@ -8,6 +8,7 @@
 #include "engine/admission_error.h"
 #include "engine/drafting/context_copy.h"
 #include "engine/drafting/mtp_drafter.h"
+#include "engine/prompt_cache.h"
 #include "engine/stop_matcher.h"
 #include "engine/stream_decoder.h"
 #include "families/model.h"
@@ -22,7 +23,10 @@ struct Scheduler::Stream {
   bool first_token_seen = false;
   // From admission on:
   std::unique_ptr<SequenceState> state;
-  std::int64_t prefilled = 0;  // prompt tokens run
+  std::int64_t prefilled = 0;  // prompt tokens run (or restored)
+  std::int64_t cached = 0;     // prompt tokens restored from the prompt cache
+  ChunkPlan plan;
+  std::vector<std::int64_t> retain;  // plan positions whose state goes into the prompt cache
   std::vector<float> logits;   // the last prefill chunk's last row
   std::unique_ptr<DraftSource> drafts;  // null: the request decodes serially
   DecodeSettings settings;              // sampling and seed from admission on, the rest from the end of prefill
@@ -217,10 +221,11 @@ void Scheduler::prefill_chunk() {
       s.settings.sampling = s.request.sampling;
       s.settings.seed = s.request.seed ? *s.request.seed : seed_from_prompt(prompt);
       s.drafts = make_drafts(s);
+      start_prefill(s);
     }
-    // The family's fixed chunk grid: boundaries are a pure function of the token sequence.
-    const std::int64_t chunk = std::max<std::int64_t>(1, model_.info().prefill_chunk);
-    const auto len = std::min(chunk, n - s.prefilled);
+    // The chunk plan's next chunk: its cuts are a pure function of the token sequence.
+    const auto end = *std::upper_bound(s.plan.ends.begin(), s.plan.ends.end(), s.prefilled);
+    const auto len = end - s.prefilled;
     const auto tokens = std::span<const std::int32_t>(prompt).subspan(static_cast<std::size_t>(s.prefilled),
                                                                        static_cast<std::size_t>(len));
     if (s.drafts && s.drafts->wants_hidden()) {  // the draft head's state follows the prompt too
@@ -231,6 +236,9 @@ void Scheduler::prefill_chunk() {
       s.logits = model_.forward(*s.state, tokens, 1);
     }
     s.prefilled += len;
+    if (options_.prompt_cache != nullptr && std::binary_search(s.retain.begin(), s.retain.end(), s.prefilled))
+      options_.prompt_cache->insert(std::span<const std::int32_t>(prompt).first(static_cast<std::size_t>(s.prefilled)),
+                                    s.state->snapshot());
     if (s.prefilled < n) return;
     start_decoding(s);
   } catch (const std::exception& e) {
@@ -240,6 +248,34 @@ void Scheduler::prefill_chunk() {
   }
   decoding_.push_back(std::move(prefilling_.front()));
   prefilling_.pop_front();
+}
+
+void Scheduler::start_prefill(Stream& s) {
+  const auto& prompt = s.request.prompt;
+  s.plan = plan_chunks(prompt, options_.plan);
+  PromptCache* cache = options_.prompt_cache;
+  // An MTP head's own state follows every prompt row's hidden state, which a restored prefix never had.
+  if (cache == nullptr || !cache->enabled() || (s.drafts && s.drafts->wants_hidden())) return;
+  const auto& starts = s.plan.message_starts;
+  if (const auto hit = cache->lookup(prompt, starts); hit.state) {
+    try {
+      s.state->restore(*hit.state);
+      s.prefilled = s.cached = hit.tokens;
+    } catch (const std::exception&) {  // a state of another shape: prefill from the start
+      s.state = model_.new_state();
+      s.prefilled = s.cached = 0;
+    }
+  }
+  // Retained: the start of the second message (a shared system prompt) and the last message start (the next
+  // turn of this conversation resumes there: its reply and the next message follow).
+  if (starts.empty()) return;
+  const bool opens_at_zero = prompt.front() == options_.plan.message_start;
+  const std::size_t second = opens_at_zero ? 0 : 1;
+  for (const std::int64_t p : {second < starts.size() ? starts[second] : std::int64_t{0}, starts.back()})
+    if (p > s.prefilled && !cache->contains(std::span<const std::int32_t>(prompt).first(static_cast<std::size_t>(p))))
+      s.retain.push_back(p);
+  std::sort(s.retain.begin(), s.retain.end());
+  s.retain.erase(std::unique(s.retain.begin(), s.retain.end()), s.retain.end());
 }
 
 std::unique_ptr<DraftSource> Scheduler::make_drafts(const Stream& s) const {
@@ -344,6 +380,7 @@ void Scheduler::finish(Stream& s, FinishReason reason, const std::string& error)
   result.finish = reason;
   result.error = error;
   result.prompt_tokens = static_cast<std::int64_t>(s.request.prompt.size());
+  result.cached_tokens = s.cached;
   if (s.decoder) {
     const auto& c = s.decoder->counters();
     result.completion_tokens = c.emitted;

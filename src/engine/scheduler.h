@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/chunk_plan.h"
 #include "engine/engine_stats.h"
 #include "engine/generation.h"
 #include "engine/memory_plan.h"
@@ -27,6 +28,7 @@ namespace tf {
 
 class Model;
 class DraftSource;
+class PromptCache;
 
 // Turns one stream's tokens into text: the tokenizer's incremental decoder in the engine, a fake in tests.
 class TokenText {
@@ -50,6 +52,10 @@ struct SchedulerOptions {
   // The engine sets it only when the load-time shared-round check passed.
   std::int64_t shared_rows = 0;
   MemoryPlan memory;
+  // Where prefill cuts prompts (every prompt, cached or not, so that fresh and resumed prefill run the same
+  // chunks), and the retained prefixes (null: none). The cache must outlive the scheduler.
+  ChunkPlanRule plan;
+  PromptCache* prompt_cache = nullptr;
   // Called on the scheduler thread when the last running stream ends (the engine gives cached memory back).
   std::function<void()> on_idle;
 };
@@ -77,6 +83,8 @@ class Scheduler {
   void decode_round();
   void reap_cancelled();
   void start_decoding(Stream& s);
+  // At a new stream's first chunk: its plan, and its state restored from the longest cached prefix.
+  void start_prefill(Stream& s);
   // The stream's draft source (null when it decodes serially), made when its prefill starts.
   std::unique_ptr<DraftSource> make_drafts(const Stream& s) const;
   // Ends `s`: flushes its text, closes its channel, counts it and frees its state and reservation.

@@ -76,11 +76,36 @@ std::string prometheus_metrics(const EngineStats& s, const std::string& model_na
               s.time_to_first_token);
   w.histogram("tensorfold:e2e_request_latency_seconds", "Seconds from submission to the end of a request.",
               s.e2e_latency);
+  if (s.prompt_cache) {
+    w.counter("tensorfold:prefix_cache_queries_total", "Prompt cache lookups (one per request).",
+              d(s.prefix_cache_queries));
+    w.counter("tensorfold:prefix_cache_hits_total", "Prompt cache lookups that restored a prefix.",
+              d(s.prefix_cache_hits));
+    w.gauge("tensorfold:prefix_cache_bytes", "Memory held by retained prompt prefixes.",
+            static_cast<double>(s.prefix_cache_bytes));
+    w.gauge("tensorfold:prefix_cache_budget_bytes", "The retained prefixes' memory budget (--prompt-cache-gib).",
+            static_cast<double>(s.prefix_cache_budget_bytes));
+    w.gauge("tensorfold:prefix_cache_entries", "Retained prompt prefixes in memory.", d(s.prefix_cache_entries));
+    w.gauge("tensorfold:snapshot_files", "Prompt-prefix snapshot files on disk.", d(s.snapshot_files));
+    w.gauge("tensorfold:snapshot_bytes", "Bytes of prompt-prefix snapshot files on disk.",
+            static_cast<double>(s.snapshot_bytes));
+    w.counter("tensorfold:snapshots_loaded_total", "Snapshots read back from disk.", d(s.snapshots_loaded));
+    w.counter("tensorfold:snapshots_refused_total",
+              "Snapshot files refused and removed (another model or build, truncated, or a bad checksum).",
+              d(s.snapshots_refused));
+  }
   // vLLM's names for the same figures.
   w.gauge("vllm:num_requests_running", "Number of requests in model execution batches.", d(s.requests_running));
   w.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", d(s.requests_waiting));
   w.counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", d(s.prompt_tokens_total));
   w.counter("vllm:generation_tokens_total", "Number of generation tokens processed.", d(s.completion_tokens_total));
+  if (s.prompt_cache) {
+    // vLLM counts tokens: prompt tokens looked up, and those found cached.
+    w.counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
+              d(s.prefix_cache_query_tokens));
+    w.counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+              d(s.prefix_cache_hit_tokens));
+  }
   w.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
               s.time_to_first_token);
   w.histogram("vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.",

@@ -44,6 +44,13 @@ void handle_health(ApiContext& ctx, const httplib::Request&, httplib::Response& 
     body["accepted_total"] = s.accepted_total;
     body["rounds_total"] = s.rounds_total;
     body["drafter"] = s.drafter;
+    body["cached_tokens_total"] = s.prefix_cache_hit_tokens;
+    if (s.prompt_cache)
+      body["prompt_cache"] = {{"queries", s.prefix_cache_queries},           {"hits", s.prefix_cache_hits},
+                              {"entries", s.prefix_cache_entries},           {"bytes", s.prefix_cache_bytes},
+                              {"budget_bytes", s.prefix_cache_budget_bytes}, {"snapshot_files", s.snapshot_files},
+                              {"snapshot_bytes", s.snapshot_bytes},          {"snapshots_loaded", s.snapshots_loaded},
+                              {"snapshots_refused", s.snapshots_refused}};
   }
   send_json(res, 200, body);
 }
