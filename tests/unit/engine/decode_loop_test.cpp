@@ -297,7 +297,9 @@ TEST(DecodeLoop, PenaltiesBiasAndLogprobsAreExactUnderDrafts) {
       EXPECT_NEAR(rec.logprob, scaled[static_cast<std::size_t>(rec.token)] - std::log(z), 1e-4) << "row " << i;
       ASSERT_EQ(rec.top.size(), 5u);
       EXPECT_NEAR(rec.top[0].second, best - std::log(z), 1e-4);
-      if (temperature == 0.0f) EXPECT_EQ(rec.top[0].first, rec.token);
+      if (temperature == 0.0f) {
+        EXPECT_EQ(rec.top[0].first, rec.token);
+      }
     }
     for (int error_every : {0, 1, 3})
       for (int max_drafts : {2, 6}) {
