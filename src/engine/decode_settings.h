@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <span>
 
+#include "engine/logit_adjust.h"
 #include "engine/sampler.h"
 #include "engine/token_constraint.h"
 
@@ -21,6 +22,10 @@ struct DecodeSettings {
   // Masks each row before it is sampled, by the tokens generated before that row (token_constraint.h); the
   // rows then come back as logits, never as backend greedy ids.
   const TokenConstraint* constraint = nullptr;
+  // Bias and penalties applied to each row before the constraint's mask (logit_adjust.h); null: none.
+  const LogitAdjustments* adjust = nullptr;
+  // >= 0: each emitted token's log-probability and this many alternatives are recorded (TokenLogprob).
+  int logprobs = -1;
 };
 
 struct DecodeCounters {

@@ -1,5 +1,7 @@
 #include "engine/generation.h"
 
+#include <utility>
+
 namespace tf {
 
 const char* finish_reason_name(FinishReason r) {
@@ -31,6 +33,16 @@ void GenerationStream::cancel() {
 bool GenerationStream::cancelled() const {
   std::lock_guard lock(mu_);
   return cancel_;
+}
+
+std::vector<TokenLogprob> GenerationStream::take_logprobs() {
+  std::lock_guard lock(mu_);
+  return std::exchange(logprobs_, {});
+}
+
+void GenerationStream::push_logprob(TokenLogprob record) {
+  std::lock_guard lock(mu_);
+  logprobs_.push_back(std::move(record));
 }
 
 void GenerationStream::push(std::string text) {

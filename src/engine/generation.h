@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/logit_adjust.h"
 #include "engine/sampler.h"
 #include "engine/token_constraint.h"
 
@@ -22,6 +23,8 @@ struct GenerationRequest {
   std::vector<std::string> stop;      // stop strings; never part of the returned text
   bool draft = true;                  // false: decode serially (meaningful once drafting lands)
   std::shared_ptr<const TokenConstraint> constraint;  // masks every sampled row (tool_choice required/named)
+  LogitAdjustments adjust;                            // logit_bias and penalties
+  int logprobs = -1;  // >= 0: record each token's log-probability and this many alternatives
 };
 
 enum class FinishReason { Stop, Length, Cancelled, Error };
@@ -35,6 +38,7 @@ struct GenerationResult {
   // Drafting counters: tokens proposed, proposals accepted, forward rounds of the decode loop.
   std::int64_t drafted = 0, accepted = 0, rounds = 0;
   std::vector<std::int32_t> token_ids;  // every generated token, in order (stop strings included)
+  std::vector<TokenLogprob> logprobs;   // one per token of token_ids, when the request asked for them
   std::string error;  // set when finish == Error
 };
 
@@ -48,15 +52,19 @@ class GenerationStream {
   // Asks the engine to stop this generation; it does so within one decode step. Safe from any thread.
   void cancel();
   bool cancelled() const;
+  // The log-probability records pushed since the last call (each pushed before its token's text).
+  std::vector<TokenLogprob> take_logprobs();
 
   // Engine side.
   void push(std::string text);
+  void push_logprob(TokenLogprob record);
   void close(GenerationResult result);
 
  private:
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::string> pieces_;
+  std::vector<TokenLogprob> logprobs_;
   bool closed_ = false;
   bool cancel_ = false;
   GenerationResult result_;

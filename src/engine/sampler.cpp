@@ -14,6 +14,11 @@ std::uint64_t seed_from_prompt(std::span<const std::int32_t> prompt) {
   return h;
 }
 
+std::uint64_t choice_seed(std::uint64_t seed, std::int64_t index) {
+  if (index == 0) return seed;
+  return mix64(seed + static_cast<std::uint64_t>(index) * 0x9e3779b97f4a7c15ull);
+}
+
 std::vector<std::pair<std::int32_t, float>> filtered_candidates(std::span<const float> logits,
                                                                 const SamplingParams& p) {
   std::vector<std::pair<std::int32_t, float>> c;
@@ -84,6 +89,43 @@ std::int32_t greedy_token(std::span<const float> logits) {
   for (std::size_t j = 0; j < n; ++j)
     if (logits[j] == best) return static_cast<std::int32_t>(j);
   return 0;
+}
+
+TokenLogprob token_logprob(std::span<const float> logits, const SamplingParams& p, std::int32_t token, int top) {
+  std::vector<std::pair<std::int32_t, float>> c;
+  if (p.temperature > 0.0f) {
+    c = filtered_candidates(logits, p);
+  } else {
+    c.reserve(logits.size());
+    for (std::size_t i = 0; i < logits.size(); ++i)
+      if (!std::isnan(logits[i])) c.emplace_back(static_cast<std::int32_t>(i), logits[i]);
+  }
+  // In id order, so the sum is the same whatever order the filters left.
+  std::sort(c.begin(), c.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  double max_v = -std::numeric_limits<double>::infinity();
+  for (const auto& [id, v] : c) max_v = std::max(max_v, static_cast<double>(v));
+  double total = 0.0;
+  for (const auto& [id, v] : c) total += std::exp(static_cast<double>(v) - max_v);
+  const double log_total = max_v + std::log(total);
+  TokenLogprob r;
+  r.token = token;
+  r.logprob = -std::numeric_limits<float>::infinity();
+  const auto it =
+      std::lower_bound(c.begin(), c.end(), token, [](const auto& a, std::int32_t t) { return a.first < t; });
+  if (it != c.end() && it->first == token && std::isfinite(log_total))
+    r.logprob = static_cast<float>(static_cast<double>(it->second) - log_total);
+  if (top > 0 && std::isfinite(log_total)) {
+    auto better = [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    };
+    const auto k = std::min<std::size_t>(static_cast<std::size_t>(top), c.size());
+    std::partial_sort(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k), c.end(), better);
+    for (std::size_t i = 0; i < k; ++i) {
+      if (!std::isfinite(c[i].second)) break;  // masked or filtered: not a possible token
+      r.top.emplace_back(c[i].first, static_cast<float>(static_cast<double>(c[i].second) - log_total));
+    }
+  }
+  return r;
 }
 
 std::int32_t sample_token(std::span<const float> logits, const SamplingParams& p, std::uint64_t seed,

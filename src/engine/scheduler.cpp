@@ -298,6 +298,8 @@ void Scheduler::start_decoding(Stream& s) {
   s.settings.max_drafts = s.drafts ? options_.max_drafts : 0;
   s.settings.full_windows = options_.full_windows;
   s.settings.constraint = req.constraint.get();
+  s.settings.adjust = &req.adjust;
+  s.settings.logprobs = req.logprobs;
   Stream* sp = &s;
   s.decoder = std::make_unique<StreamDecoder>(
       model_, *s.state, std::move(s.logits), req.prompt, s.settings, s.drafts.get(),
@@ -308,6 +310,7 @@ void Scheduler::start_decoding(Stream& s) {
           std::lock_guard lock(mu_);
           stats_.time_to_first_token.observe(ttft);
         }
+        if (sp->settings.logprobs >= 0) sp->out->push_logprob(sp->decoder->logprobs().back());
         sp->out->push(sp->stops->feed(sp->text->push(token)));
         return !sp->stops->stopped();
       });
@@ -386,6 +389,7 @@ void Scheduler::finish(Stream& s, FinishReason reason, const std::string& error)
     result.completion_tokens = c.emitted;
     const auto& history = s.decoder->history();
     result.token_ids.assign(history.begin() + static_cast<std::ptrdiff_t>(s.request.prompt.size()), history.end());
+    result.logprobs = s.decoder->logprobs();
     result.drafted = c.drafted;
     result.accepted = c.accepted;
     result.rounds = c.rounds;

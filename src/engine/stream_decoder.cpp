@@ -17,14 +17,20 @@ RoundOutput run_round(Model& model, SequenceState& state, const RoundInput& in) 
 StreamDecoder::StreamDecoder(Model& model, SequenceState& state, std::vector<float> logits,
                              std::vector<std::int32_t> history, const DecodeSettings& settings, DraftSource* drafts,
                              std::function<bool(std::int32_t)> on_token)
-    : state_(state), vocab_(static_cast<std::size_t>(model.info().vocab)), s_(settings), drafts_(drafts),
-      on_token_(std::move(on_token)), logits_(std::move(logits)), history_(std::move(history)),
-      prompt_length_(history_.size()), hidden_(drafts != nullptr && drafts->wants_hidden()),
+    : state_(state),
+      vocab_(static_cast<std::size_t>(model.info().vocab)),
+      s_(settings),
+      drafts_(drafts),
+      on_token_(std::move(on_token)),
+      logits_(std::move(logits)),
+      history_(std::move(history)),
+      prompt_length_(history_.size()),
+      hidden_(drafts != nullptr && drafts->wants_hidden()),
       // Greedy decoding on a backend that finds the argmax itself: rounds return token ids, not logits (the
       // same tokens: the backend's argmax is greedy_token bit for bit). A constraint needs the logits, and so
       // do hidden rows (they come with logits).
       greedy_ids_(settings.sampling.temperature <= 0.0f && model.greedy_on_backend() && !settings.constraint &&
-                  !hidden_),
+                  !(settings.adjust && settings.adjust->active()) && settings.logprobs < 0 && !hidden_),
       window_(settings.full_windows ? settings.max_drafts : std::min(4, settings.max_drafts)) {
   if (s_.budget <= 0) end(FinishReason::Length);
 }
@@ -45,6 +51,7 @@ bool StreamDecoder::emit(std::int32_t t) {
   }
   ++c_.emitted;
   history_.push_back(t);
+  if (s_.logprobs >= 0) logprobs_.push_back(pending_);
   if (!on_token_(t)) {
     end(FinishReason::Stop);
     return false;
@@ -57,9 +64,13 @@ bool StreamDecoder::emit(std::int32_t t) {
 }
 
 std::int32_t StreamDecoder::sample(std::span<float> row, std::int64_t position) {
-  if (s_.constraint)
-    s_.constraint->mask(std::span<const std::int32_t>(history_).subspan(prompt_length_), row);
-  return sample_token(row, s_.sampling, s_.seed, position);
+  const auto prompt = std::span<const std::int32_t>(history_).first(prompt_length_);
+  const auto generated = std::span<const std::int32_t>(history_).subspan(prompt_length_);
+  if (s_.adjust && s_.adjust->active()) adjust_logits(*s_.adjust, prompt, generated, row);
+  if (s_.constraint) s_.constraint->mask(generated, row);
+  const std::int32_t t = sample_token(row, s_.sampling, s_.seed, position);
+  if (s_.logprobs >= 0) pending_ = token_logprob(row, s_.sampling, t, s_.logprobs);
+  return t;
 }
 
 std::optional<RoundInput> StreamDecoder::next_input() {
@@ -97,7 +108,7 @@ void StreamDecoder::accept(RoundOutput out) {
   // were emitted, so history_ then holds exactly the row's prefix (what a constraint masks by).
   const auto target_at = [&](std::size_t i) {
     if (greedy_ids_) return out.ids[i];
-    if (!s_.constraint) {
+    if (!processes_rows()) {
       const std::span<const float> row(out.logits.data() + i * vocab_, vocab_);
       return sample_token(row, s_.sampling, s_.seed, p + 1 + static_cast<std::int64_t>(i));
     }

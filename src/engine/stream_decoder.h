@@ -53,11 +53,15 @@ class StreamDecoder {
   const DecodeCounters& counters() const { return c_; }
   const std::vector<std::int32_t>& history() const { return history_; }
   std::vector<std::int32_t> take_history() { return std::move(history_); }
+  // One record per emitted token when settings.logprobs >= 0 (appended before on_token sees the token).
+  const std::vector<TokenLogprob>& logprobs() const { return logprobs_; }
 
  private:
   bool emit(std::int32_t t);  // false when the stream ends with it
-  // The keyed sample of `row` at `position`, masked first by the constraint (for the tokens emitted so far).
+  // The keyed sample of `row` at `position`, adjusted (bias, penalties) and masked by the constraint first,
+  // for the tokens emitted so far; with logprobs on it also keeps the sample's record for emit().
   std::int32_t sample(std::span<float> row, std::int64_t position);
+  bool processes_rows() const { return s_.constraint || (s_.adjust && s_.adjust->active()) || s_.logprobs >= 0; }
   void end(FinishReason r);
 
   SequenceState& state_;
@@ -76,6 +80,8 @@ class StreamDecoder {
   std::size_t proposed_ = 0;          // drafts in the pending round
   std::vector<std::int32_t> proposal_;
   DecodeCounters c_;
+  std::vector<TokenLogprob> logprobs_;
+  TokenLogprob pending_;  // the record of the last sample
   bool done_ = false;
   FinishReason finish_ = FinishReason::Length;
 };

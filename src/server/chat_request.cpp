@@ -82,18 +82,6 @@ nlohmann::ordered_json normalize_chat_message(const nlohmann::ordered_json& m, c
   return out;
 }
 
-void check_common_unsupported(const JsonFields& f) {
-  if (auto n = f.integer("n", 1, 128); n && *n != 1)
-    throw invalid_request(fmt::format("Invalid 'n': this server generates one choice per request (n = 1), but got "
-                                      "n = {}.",
-                                      *n),
-                          "n", "unsupported_value");
-  for (const char* penalty : {"presence_penalty", "frequency_penalty"})
-    if (auto v = f.number(penalty, -2.0, 2.0); v && *v != 0.0)
-      throw unsupported(fmt::format("'{}' is not supported by this server; leave it unset or 0.", penalty), penalty);
-  if (f.object("logit_bias")) f.refuse_if_set("logit_bias", "token biases are not implemented.");
-}
-
 void apply_reasoning_effort(const JsonFields& f, nlohmann::ordered_json& kwargs) {
   const auto effort = f.string("reasoning_effort");
   if (!effort) return;
@@ -119,8 +107,8 @@ ChatRequest parse_chat_request(const nlohmann::ordered_json& body) {
   for (std::size_t i = 0; i < messages->size(); ++i)
     r.messages.push_back(normalize_chat_message((*messages)[i], fmt::format("messages[{}]", i)));
 
-  check_common_unsupported(f);
   r.sampling = parse_sampling_fields(f, {"max_completion_tokens", "max_tokens"});
+  parse_adjustment_fields(f, r.sampling);
   r.stream = f.boolean("stream").value_or(false);
   if (const auto* so = f.object("stream_options")) r.include_usage = JsonFields(*so, "stream_options.").boolean("include_usage").value_or(false);
   r.user = f.string("user");
@@ -131,10 +119,11 @@ ChatRequest parse_chat_request(const nlohmann::ordered_json& body) {
 
   r.tools = parse_tool_settings(f);
   check_tool_history(r.messages);
-  if (f.boolean("logprobs").value_or(false))
-    throw unsupported("'logprobs' is not supported by this server; leave it unset or false.", "logprobs");
-  if (auto top = f.integer("top_logprobs", 0, 20); top && *top > 0)
-    throw unsupported("'top_logprobs' is not supported by this server.", "top_logprobs");
+  const bool logprobs = f.boolean("logprobs").value_or(false);
+  const auto top = f.integer("top_logprobs", 0, 20);
+  if (top && *top > 0 && !logprobs)
+    throw invalid_request("Invalid 'top_logprobs': it needs 'logprobs' set to true.", "top_logprobs", "invalid_value");
+  if (logprobs) r.sampling.logprobs = static_cast<int>(top.value_or(0));
   if (const auto* rf = f.object("response_format")) {
     const auto type = JsonFields(*rf, "response_format.").string("type");
     if (type && *type != "text")

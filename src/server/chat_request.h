@@ -42,8 +42,4 @@ std::string message_text(const nlohmann::ordered_json& content, const std::strin
 // One chat message normalized as ChatRequest::messages describes; throws ApiError naming `param`.
 nlohmann::ordered_json normalize_chat_message(const nlohmann::ordered_json& message, const std::string& param);
 
-// The fields every generation endpoint refuses or checks the same way: n (only 1), penalties (0 only),
-// logit_bias (empty only). Shared by chat completions and completions.
-void check_common_unsupported(const JsonFields& fields);
-
 }  // namespace tf::server

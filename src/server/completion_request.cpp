@@ -12,6 +12,8 @@ namespace tf::server {
 
 namespace {
 
+constexpr std::size_t kMaxPrompts = 128;
+
 bool is_token_id(const nlohmann::ordered_json& v) {
   if (v.is_number_integer()) return true;
   if (v.is_number_float()) {
@@ -40,31 +42,38 @@ std::vector<std::int32_t> token_ids(const nlohmann::ordered_json& list, const st
   return ids;
 }
 
-std::variant<std::string, std::vector<std::int32_t>> parse_prompt(const nlohmann::ordered_json* p) {
+std::vector<CompletionPrompt> parse_prompt(const nlohmann::ordered_json* p) {
   if (!p) throw invalid_request("Missing required parameter: 'prompt'.", "prompt");
-  if (p->is_string()) return p->get<std::string>();
+  if (p->is_string()) return {p->get<std::string>()};
   if (!p->is_array())
-    throw invalid_request(fmt::format("Invalid type for 'prompt': expected a string, a list of token ids or a "
-                                      "one-element list of either, but got {} instead.",
+    throw invalid_request(fmt::format("Invalid type for 'prompt': expected a string, a list of token ids or a list "
+                                      "of either, but got {} instead.",
                                       json_type_name(*p)),
                           "prompt", "invalid_type");
   if (p->empty()) throw invalid_request("Invalid 'prompt': the prompt is empty.", "prompt", "invalid_value");
-  const auto& first = (*p)[0];
-  if (is_token_id(first)) return token_ids(*p, "prompt");
-  if (p->size() > 1)
-    throw unsupported(fmt::format("Invalid 'prompt': this server completes one prompt per request, but got a list "
-                                  "of {}.",
-                                  p->size()),
-                      "prompt");
-  if (first.is_string()) return first.get<std::string>();
-  if (first.is_array()) {
-    if (first.empty()) throw invalid_request("Invalid 'prompt': the prompt is empty.", "prompt", "invalid_value");
-    return token_ids(first, "prompt[0]");
+  if (is_token_id((*p)[0])) return {token_ids(*p, "prompt")};
+  if (p->size() > kMaxPrompts)
+    throw invalid_request(
+        fmt::format("Invalid 'prompt': at most {} prompts per request, but got {}.", kMaxPrompts, p->size()), "prompt",
+        "invalid_value");
+  std::vector<CompletionPrompt> prompts;
+  for (std::size_t i = 0; i < p->size(); ++i) {
+    const auto& one = (*p)[i];
+    const std::string param = fmt::format("prompt[{}]", i);
+    if (one.is_string()) {
+      prompts.emplace_back(one.get<std::string>());
+    } else if (one.is_array()) {
+      if (one.empty())
+        throw invalid_request(fmt::format("Invalid '{}': the prompt is empty.", param), "prompt", "invalid_value");
+      prompts.emplace_back(token_ids(one, param));
+    } else {
+      throw invalid_request(fmt::format("Invalid type for '{}': expected a string or a list of token ids, but got {} "
+                                        "instead.",
+                                        param, json_type_name(one)),
+                            "prompt", "invalid_type");
+    }
   }
-  throw invalid_request(fmt::format("Invalid type for 'prompt[0]': expected a string or a list of token ids, but "
-                                    "got {} instead.",
-                                    json_type_name(first)),
-                        "prompt", "invalid_type");
+  return prompts;
 }
 
 }  // namespace
@@ -73,16 +82,8 @@ CompletionRequest parse_completion_request(const nlohmann::ordered_json& body) {
   const JsonFields f(body);
   CompletionRequest r;
   r.model = f.string("model");
-  r.prompt = parse_prompt(f.get("prompt"));
-  if (f.boolean("echo").value_or(false))
-    throw unsupported("'echo' is not supported by this server; leave it unset or false.", "echo");
-  if (const auto* lp = f.get("logprobs")) {
-    if (!lp->is_number_integer())
-      throw invalid_request(fmt::format("Invalid type for 'logprobs': expected an integer, but got {} instead.",
-                                        json_type_name(*lp)),
-                            "logprobs", "invalid_type");
-    throw unsupported("'logprobs' is not supported by this server; leave it unset or null.", "logprobs");
-  }
+  r.prompts = parse_prompt(f.get("prompt"));
+  r.echo = f.boolean("echo").value_or(false);
   if (const auto* sfx = f.get("suffix")) {
     if (!sfx->is_string())
       throw invalid_request(fmt::format("Invalid type for 'suffix': expected a string, but got {} instead.",
@@ -91,11 +92,29 @@ CompletionRequest parse_completion_request(const nlohmann::ordered_json& body) {
     if (!sfx->get<std::string>().empty())
       throw unsupported("'suffix' (insertion) is not supported by this server; leave it unset or null.", "suffix");
   }
-  if (auto best_of = f.integer("best_of", 1, 128); best_of && *best_of != 1)
-    throw unsupported("'best_of' other than 1 is not supported by this server.", "best_of");
-  check_common_unsupported(f);
   r.sampling = parse_sampling_fields(f, {"max_tokens"});
+  parse_adjustment_fields(f, r.sampling);
+  if (auto lp = f.integer("logprobs", 0, 20)) r.sampling.logprobs = static_cast<int>(*lp);
   r.stream = f.boolean("stream").value_or(false);
+  r.best_of = f.integer("best_of", 1, 128).value_or(r.sampling.n);
+  if (r.best_of < r.sampling.n)
+    throw invalid_request(
+        fmt::format("Invalid 'best_of': it must be at least n ({}), but got {}.", r.sampling.n, r.best_of), "best_of",
+        "invalid_value");
+  if (r.best_of > r.sampling.n && r.stream)
+    throw invalid_request(
+        "Invalid 'best_of': a streamed completion cannot pick the best of several; leave best_of "
+        "unset or equal to n.",
+        "best_of", "invalid_value");
+  if (r.echo && r.sampling.logprobs >= 0)
+    throw unsupported(
+        "'echo' together with 'logprobs' (prompt log-probabilities) is not supported by this server; "
+        "ask for one of them.",
+        "echo");
+  if (r.prompts.size() * static_cast<std::size_t>(r.best_of) > 128)
+    throw invalid_request(fmt::format("Invalid 'prompt': {} prompts times best_of/n {} is over 128 choices.",
+                                      r.prompts.size(), r.best_of),
+                          "prompt", "invalid_value");
   if (const auto* so = f.object("stream_options"))
     r.include_usage = JsonFields(*so, "stream_options.").boolean("include_usage").value_or(false);
   r.user = f.string("user");

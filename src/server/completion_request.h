@@ -11,19 +11,23 @@
 
 namespace tf::server {
 
+using CompletionPrompt = std::variant<std::string, std::vector<std::int32_t>>;
+
 struct CompletionRequest {
   std::optional<std::string> model;
   // The prompt as text (tokenized with the tokenizer's special tokens, as HF does by default) or as token ids
   // (used as given; the handler checks them against the vocabulary).
-  std::variant<std::string, std::vector<std::int32_t>> prompt;
+  std::vector<CompletionPrompt> prompts;  // one choice (n of them) each, in order
+  bool echo = false;                      // the choice's text starts with its prompt
+  std::int64_t best_of = 1;               // candidates per prompt (>= n); the n best by log-probability return
   SamplingFields sampling;
   bool stream = false;
   bool include_usage = false;
   std::optional<std::string> user;
 };
 
-// prompt: a string, a one-element list of a string, a list of token ids, or a one-element list of such a
-// list. echo, logprobs, suffix and best_of > 1 are refused (400) when set.
+// prompt: a string, a list of token ids, or a list (at most 128) of strings and token-id lists. suffix is
+// refused (400) when set, and echo together with logprobs.
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body);
 
 }  // namespace tf::server

@@ -1,6 +1,9 @@
 // POST /v1/completions
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <numeric>
+
 #include "server/api_error.h"
 #include "server/completion_request.h"
 #include "server/completion_response.h"
@@ -8,23 +11,33 @@
 #include "server/handlers.h"
 #include "server/http_reply.h"
 #include "server/json_fields.h"
+#include "server/logprobs_json.h"
 #include "server/openai_ids.h"
 #include "server/sse.h"
+#include "server/usage_json.h"
 
 namespace tf::server {
 
 namespace {
 
+// One choice's chunks: with echo the prompt's text first; with logprobs the records read so far ride on each
+// text chunk (each record is pushed before its token's text).
 class CompletionSse final : public SseFormatter {
  public:
-  CompletionSse(ReplyMeta meta, bool include_usage) : meta_(std::move(meta)), include_usage_(include_usage) {}
-  std::string opening() override { return {}; }
-  std::string text(const std::string& piece) override {
-    return sse_data(text_completion_chunk(meta_, piece, nullptr, include_usage_));
-  }
+  CompletionSse(ReplyMeta meta, bool include_usage, std::int64_t index, bool last, std::string echo,
+                const InferenceService* service, GenerationStream* logprobs)
+      : meta_(std::move(meta)),
+        include_usage_(include_usage),
+        index_(index),
+        last_(last),
+        echo_(std::move(echo)),
+        service_(service),
+        logprobs_(logprobs) {}
+  std::string opening() override { return echo_.empty() ? std::string() : sse_data(chunk(echo_, nullptr, false)); }
+  std::string text(const std::string& piece) override { return sse_data(chunk(piece, nullptr, true)); }
   std::string closing(const std::string&, const GenerationResult& r) override {
-    std::string out = sse_data(text_completion_chunk(
-        meta_, "", r.finish == FinishReason::Length ? "length" : "stop", include_usage_));
+    std::string out = sse_data(chunk("", r.finish == FinishReason::Length ? "length" : "stop", true));
+    if (!last_) return out;
     if (include_usage_) out += sse_data(text_completion_usage_chunk(meta_, r));
     return out + sse_done();
   }
@@ -33,21 +46,47 @@ class CompletionSse final : public SseFormatter {
   }
 
  private:
+  nlohmann::ordered_json chunk(const std::string& text, nlohmann::ordered_json finish, bool with_logprobs) {
+    auto j = text_completion_chunk(meta_, text, std::move(finish), include_usage_);
+    j["choices"][0]["index"] = index_;
+    if (logprobs_ && with_logprobs) {
+      const auto records = logprobs_->take_logprobs();
+      j["choices"][0]["logprobs"] = completion_logprobs(*service_, records, offset_);
+    }
+    return j;
+  }
   ReplyMeta meta_;
   bool include_usage_;
+  std::int64_t index_;
+  bool last_;
+  std::string echo_;
+  const InferenceService* service_;
+  GenerationStream* logprobs_;  // null: not asked for
+  std::size_t offset_ = 0;
 };
 
-std::vector<std::int32_t> prompt_tokens(const InferenceService& service, const CompletionRequest& r) {
-  if (const auto* text = std::get_if<std::string>(&r.prompt)) return service.tokenize(*text, /*add_special=*/true);
-  const auto& ids = std::get<std::vector<std::int32_t>>(r.prompt);
+std::vector<std::int32_t> prompt_tokens(const InferenceService& service, const CompletionPrompt& prompt,
+                                        const std::string& param) {
+  if (const auto* text = std::get_if<std::string>(&prompt)) return service.tokenize(*text, /*add_special=*/true);
+  const auto& ids = std::get<std::vector<std::int32_t>>(prompt);
   const auto vocab = service.vocab_size();
   for (std::size_t i = 0; i < ids.size(); ++i)
     if (ids[i] < 0 || ids[i] >= vocab)
-      throw invalid_request(
-          fmt::format("Invalid 'prompt': token id {} at position {} is outside the vocabulary (0 to {}).", ids[i],
-                      i, vocab - 1),
-          "prompt", "invalid_value");
+      throw invalid_request(fmt::format("Invalid '{}': token id {} at position {} is outside the vocabulary (0 to {}).",
+                                        param, ids[i], i, vocab - 1),
+                            "prompt", "invalid_value");
   return ids;
+}
+
+std::string prompt_text(const InferenceService& service, const CompletionPrompt& prompt) {
+  if (const auto* text = std::get_if<std::string>(&prompt)) return *text;
+  return service.detokenize(std::get<std::vector<std::int32_t>>(prompt));
+}
+
+double total_logprob(const GenerationResult& r) {
+  double sum = 0.0;
+  for (const auto& t : r.logprobs) sum += static_cast<double>(t.logprob);
+  return sum;
 }
 
 }  // namespace
@@ -58,17 +97,73 @@ void handle_completions(ApiContext& ctx, const httplib::Request& req, httplib::R
   auto& service = ctx.service();
   const ReplyMeta meta{random_id("cmpl-"), ctx.check_model(request.model), unix_now(),
                        ctx.system_fingerprint()};
-  auto plan = plan_generation(service, ctx.options(), prompt_tokens(service, request), request.sampling, "prompt");
+  const bool several = request.prompts.size() > 1;
+  const auto n = request.sampling.n;
+  const auto candidates = request.best_of;  // per prompt; >= n
+  // Every prompt is planned (and refused) before any generation starts.
+  std::vector<GenerationRequest> plans;
+  for (std::size_t p = 0; p < request.prompts.size(); ++p) {
+    const std::string param = several ? fmt::format("prompt[{}]", p) : std::string("prompt");
+    plans.push_back(plan_generation(service, ctx.options(), prompt_tokens(service, request.prompts[p], param),
+                                    request.sampling, "prompt"));
+    // best_of ranks candidates by their tokens' log-probabilities.
+    if (candidates > n) plans.back().logprobs = std::max(plans.back().logprobs, 0);
+  }
+  std::vector<std::shared_ptr<Generation>> generations;
+  for (const auto& plan : plans)
+    for (std::int64_t j = 0; j < candidates; ++j)
+      generations.push_back(std::make_shared<Generation>(ctx, req, candidates == 1 ? plan : choice_request(plan, j)));
+  const bool logprobs = request.sampling.logprobs >= 0;
 
-  auto generation = std::make_shared<Generation>(ctx, req, std::move(plan));
-  if (request.stream) {
-    send_stream(res, std::move(generation), std::make_unique<CompletionSse>(meta, request.include_usage));
+  if (request.stream) {  // best_of == n here
+    std::vector<std::unique_ptr<SseFormatter>> formatters;
+    for (std::size_t i = 0; i < generations.size(); ++i) {
+      const auto p = i / static_cast<std::size_t>(n);
+      formatters.push_back(std::make_unique<CompletionSse>(
+          meta, request.include_usage, static_cast<std::int64_t>(i), i + 1 == generations.size(),
+          request.echo ? prompt_text(service, request.prompts[p]) : std::string(), &service,
+          logprobs ? &generations[i]->stream() : nullptr));
+      formatters.back()->counts_prompt = i % static_cast<std::size_t>(n) == 0;
+    }
+    send_streams(res, std::move(generations), std::move(formatters));
     return;
   }
-  const auto done = generation->collect();
-  check_finished(done.result);
-  auto reply = text_completion(meta, done.text, done.result);
-  if (request.sampling.return_token_ids) reply["choices"][0]["token_ids"] = done.result.token_ids;
+  std::vector<GenerationResult> results;
+  std::vector<bool> first;
+  auto choices = nlohmann::ordered_json::array();
+  for (std::size_t p = 0; p < plans.size(); ++p) {
+    std::vector<Generation::Collected> done;
+    for (std::int64_t j = 0; j < candidates; ++j) {
+      done.push_back(generations[p * static_cast<std::size_t>(candidates) + static_cast<std::size_t>(j)]->collect());
+      check_finished(done.back().result);
+    }
+    std::vector<std::size_t> order(done.size());
+    std::iota(order.begin(), order.end(), 0);
+    if (candidates > n)  // the n with the highest total log-probability, best first (ties: lower index)
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return total_logprob(done[a].result) > total_logprob(done[b].result);
+      });
+    const std::string echo = request.echo ? prompt_text(service, request.prompts[p]) : std::string();
+    for (std::int64_t k = 0; k < n; ++k) {
+      const auto& d = done[order[static_cast<std::size_t>(k)]];
+      auto one = text_completion(meta, echo + d.text, d.result);
+      auto choice = std::move(one["choices"][0]);
+      choice["index"] = static_cast<std::int64_t>(p) * n + k;
+      if (logprobs) {
+        std::size_t offset = echo.size();
+        choice["logprobs"] = completion_logprobs(service, d.result.logprobs, offset);
+      }
+      if (request.sampling.return_token_ids) choice["token_ids"] = d.result.token_ids;
+      choices.push_back(std::move(choice));
+    }
+    for (std::int64_t j = 0; j < candidates; ++j) {  // usage counts every candidate generated
+      results.push_back(done[static_cast<std::size_t>(j)].result);
+      first.push_back(j == 0);
+    }
+  }
+  auto reply = text_completion(meta, "", results.front());
+  reply["choices"] = std::move(choices);
+  reply["usage"] = completion_usage(sum_results(results, first));
   send_json(res, 200, reply);
 }
 

@@ -32,6 +32,20 @@ GenerationRequest plan_generation(const InferenceService& service, const ServerO
   r.max_tokens = fields.max_tokens ? *fields.max_tokens : std::min(fallback, room);
   r.stop = fields.stop;
   r.draft = fields.draft;
+  r.adjust = fields.adjust;
+  const auto vocab = service.vocab_size();
+  for (const auto& [id, bias] : r.adjust.bias)
+    if (id >= vocab)
+      throw invalid_request(
+          fmt::format("Invalid 'logit_bias': token id {} is outside the vocabulary (0 to {}).", id, vocab - 1),
+          "logit_bias", "invalid_value");
+  r.logprobs = fields.logprobs;
+  return r;
+}
+
+GenerationRequest choice_request(const GenerationRequest& base, std::int64_t index) {
+  GenerationRequest r = base;
+  r.seed = choice_seed(base.seed ? *base.seed : seed_from_prompt(base.prompt), index);
   return r;
 }
 

@@ -23,6 +23,10 @@ GenerationRequest plan_generation(const InferenceService& service, const ServerO
                                   std::vector<std::int32_t> prompt, const SamplingFields& fields,
                                   const std::string& prompt_param);
 
+// Choice `index` of a request (n > 1, best_of): the same request with the seed choice_seed(seed, index), the
+// seed being the request's, else the prompt's hash (engine/sampler.h).
+GenerationRequest choice_request(const GenerationRequest& base, std::int64_t index);
+
 // Renders the chat template; a template error is a 400 naming `param`.
 std::string render_chat_prompt(const InferenceService& service, const ChatInput& input,
                                const std::string& param = "messages");

@@ -2,6 +2,7 @@
 
 #include "server/generation_runner.h"
 #include "server/json_fields.h"
+#include "server/logprobs_json.h"
 
 namespace tf::server {
 
@@ -35,32 +36,48 @@ void send_anthropic_error(httplib::Response& res, const ApiError& error) {
 namespace {
 
 struct StreamState {
-  std::shared_ptr<Generation> generation;
-  std::unique_ptr<SseFormatter> formatter;
+  std::vector<std::shared_ptr<Generation>> generations;
+  std::vector<std::unique_ptr<SseFormatter>> formatters;
 };
 
 // Runs the whole stream inside one provider call: httplib calls it on the connection's thread after the
-// headers went out, and writing blocks there, which is what paces the engine's pieces onto the wire.
+// headers went out, and writing blocks there, which is what paces the engine's pieces onto the wire. Several
+// choices go one after the other (all run in the engine at once); the last closing sees every choice's counts.
 bool pump(StreamState& s, httplib::DataSink& sink) {
   auto write = [&](const std::string& text) { return text.empty() || sink.write(text.data(), text.size()); };
-  auto& stream = s.generation->stream();
-  if (!write(s.formatter->opening())) return false;
-  std::string piece, all;
-  while (stream.next(piece)) {
-    all += piece;
-    if (!write(s.formatter->text(piece))) return false;
+  std::vector<GenerationResult> results;
+  for (std::size_t i = 0; i < s.generations.size(); ++i) {
+    auto& stream = s.generations[i]->stream();
+    auto& formatter = *s.formatters[i];
+    if (!write(formatter.opening())) return false;
+    std::string piece, all;
+    while (stream.next(piece)) {
+      all += piece;
+      if (!write(formatter.text(piece))) return false;
+    }
+    results.push_back(stream.result());
+    const auto& result = results.back();
+    std::string tail;
+    if (result.finish == FinishReason::Error) {
+      tail = formatter.failure("The generation failed: " +
+                               (result.error.empty() ? std::string("unknown error") : result.error));
+    } else if (result.finish == FinishReason::Cancelled) {
+      tail = formatter.failure("The generation was cancelled (the server is shutting down).");
+    } else if (i + 1 < s.generations.size()) {
+      tail = formatter.closing(all, result);
+    } else {
+      GenerationResult shown = result;
+      if (results.size() > 1) {
+        std::vector<bool> counts;
+        for (const auto& f : s.formatters) counts.push_back(f->counts_prompt);
+        shown = sum_results(results, counts);
+      }
+      tail = formatter.closing(all, shown);
+    }
+    if (!write(tail)) return false;
+    if (result.finish == FinishReason::Error || result.finish == FinishReason::Cancelled) break;
   }
-  const auto& result = stream.result();
-  std::string tail;
-  if (result.finish == FinishReason::Error)
-    tail = s.formatter->failure("The generation failed: " + (result.error.empty() ? std::string("unknown error")
-                                                                                  : result.error));
-  else if (result.finish == FinishReason::Cancelled)
-    tail = s.formatter->failure("The generation was cancelled (the server is shutting down).");
-  else
-    tail = s.formatter->closing(all, result);
-  if (!write(tail)) return false;
-  s.generation->stop_watching();
+  for (auto& g : s.generations) g->stop_watching();
   sink.done();
   return true;
 }
@@ -69,7 +86,16 @@ bool pump(StreamState& s, httplib::DataSink& sink) {
 
 void send_stream(httplib::Response& res, std::shared_ptr<Generation> generation,
                  std::unique_ptr<SseFormatter> formatter) {
-  auto state = std::make_shared<StreamState>(StreamState{std::move(generation), std::move(formatter)});
+  std::vector<std::shared_ptr<Generation>> g;
+  g.push_back(std::move(generation));
+  std::vector<std::unique_ptr<SseFormatter>> f;
+  f.push_back(std::move(formatter));
+  send_streams(res, std::move(g), std::move(f));
+}
+
+void send_streams(httplib::Response& res, std::vector<std::shared_ptr<Generation>> generations,
+                  std::vector<std::unique_ptr<SseFormatter>> formatters) {
+  auto state = std::make_shared<StreamState>(StreamState{std::move(generations), std::move(formatters)});
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
@@ -82,12 +108,15 @@ void send_stream(httplib::Response& res, std::shared_ptr<Generation> generation,
         } catch (...) {
           ok = false;  // nothing may escape into httplib's writer
         }
-        if (!ok) state->generation->cancel();
+        if (!ok)
+          for (auto& g : state->generations) g->cancel();
         return ok;
       },
       [state](bool success) {
-        if (!success) state->generation->cancel();
-        state->generation->stop_watching();
+        for (auto& g : state->generations) {
+          if (!success) g->cancel();
+          g->stop_watching();
+        }
       });
 }
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "engine/generation.h"
 #include "server/api_error.h"
@@ -30,11 +31,18 @@ class SseFormatter {
   virtual std::string text(const std::string& piece) = 0;      // one piece of generated text
   virtual std::string closing(const std::string& full_text, const GenerationResult& result) = 0;
   virtual std::string failure(const std::string& message) = 0;  // an error after the stream opened
+  // Several choices (send_streams): closing() of every choice but the last writes only that choice's end; the
+  // last one's result carries the whole request's counts: completion tokens of every choice, prompt tokens of
+  // the choices that count their prompt (false for the second and later choices of one prompt).
+  bool counts_prompt = true;
 };
 
 // Answers with text/event-stream, pumping `generation` through `formatter` on httplib's writer thread. A
 // failed write (the client left) cancels the generation; so does the reply being dropped unsent.
 void send_stream(httplib::Response& res, std::shared_ptr<Generation> generation,
                  std::unique_ptr<SseFormatter> formatter);
+// Several choices of one request, streamed one after the other, `formatters[i]` for `generations[i]`.
+void send_streams(httplib::Response& res, std::vector<std::shared_ptr<Generation>> generations,
+                  std::vector<std::unique_ptr<SseFormatter>> formatters);
 
 }  // namespace tf::server

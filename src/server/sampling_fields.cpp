@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "server/api_error.h"
@@ -65,6 +66,41 @@ SamplingFields parse_sampling_fields(const JsonFields& f,
   if (auto v = f.boolean("draft")) s.draft = *v;
   if (auto v = f.boolean("return_token_ids")) s.return_token_ids = *v;
   return s;
+}
+
+void parse_adjustment_fields(const JsonFields& f, SamplingFields& s) {
+  if (auto n = f.integer("n", 1, 128)) s.n = *n;
+  if (auto v = f.number("presence_penalty", -2.0, 2.0)) s.adjust.presence_penalty = static_cast<float>(*v);
+  if (auto v = f.number("frequency_penalty", -2.0, 2.0)) s.adjust.frequency_penalty = static_cast<float>(*v);
+  if (auto v = f.number("repetition_penalty", 0.0, 10.0)) {
+    if (*v <= 0.0)
+      throw invalid_request("Invalid 'repetition_penalty': it must be greater than 0 (1 is off).", "repetition_penalty",
+                            "invalid_value");
+    s.adjust.repetition_penalty = static_cast<float>(*v);
+  }
+  if (const auto* bias = f.object("logit_bias")) {
+    if (bias->size() > 1024)
+      throw invalid_request(
+          fmt::format("Invalid 'logit_bias': at most 1024 tokens may be biased, but got {}.", bias->size()),
+          "logit_bias", "invalid_value");
+    const JsonFields b(*bias, "logit_bias.");
+    for (const auto& [key, value] : bias->items()) {
+      std::int64_t id = -1;
+      const bool digits = !key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos;
+      if (digits) id = std::stoll(key);
+      if (!digits || id > std::numeric_limits<std::int32_t>::max())
+        throw invalid_request(fmt::format("Invalid 'logit_bias': the key '{}' is not a token id.", key), "logit_bias",
+                              "invalid_value");
+      const auto v = b.number(key, -100.0, 100.0);
+      if (!v) continue;
+      s.adjust.bias.emplace_back(static_cast<std::int32_t>(id), static_cast<float>(*v));
+    }
+    std::sort(s.adjust.bias.begin(), s.adjust.bias.end());
+    for (std::size_t i = 1; i < s.adjust.bias.size(); ++i)
+      if (s.adjust.bias[i].first == s.adjust.bias[i - 1].first)
+        throw invalid_request(fmt::format("Invalid 'logit_bias': token id {} is given twice.", s.adjust.bias[i].first),
+                              "logit_bias", "invalid_value");
+  }
 }
 
 SamplingParams merge_sampling(const SamplingParams& defaults, const SamplingFields& f) {

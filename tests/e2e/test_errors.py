@@ -53,7 +53,10 @@ def test_malformed_json_is_400(server, body):
         ({"messages": [{"role": "robot", "content": "x"}]}, "messages[0].role"),
         ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
          "messages[0].content[0].type"),
-        ({"logprobs": True}, "logprobs"),
+        ({"logprobs": 1}, "logprobs"),
+        ({"logprobs": True, "top_logprobs": 21}, "top_logprobs"),
+        ({"n": 0}, "n"),
+        ({"logit_bias": {"a": 1}}, "logit_bias"),
     ],
 )
 def test_wrong_types_and_values_are_400(server, extra, param):
@@ -81,9 +84,9 @@ def test_unknown_model_is_404(client, server):
     check_envelope(server.raw("POST", "/v1/responses", {"model": "nope", "input": "x"}), 404, code="model_not_found")
 
 
-def test_n_above_one_is_400(client):
+def test_n_above_the_limit_is_400(client):
     with pytest.raises(openai.BadRequestError) as e:
-        client.chat.completions.create(model=ALIAS, messages=USER, n=2)
+        client.chat.completions.create(model=ALIAS, messages=USER, n=129)
     assert e.value.body["param"] == "n"
 
 
@@ -111,8 +114,8 @@ def test_a_prompt_beyond_the_context_is_400(client, server):
 
 @pytest.mark.parametrize(
     "extra, param",
-    [({"echo": True}, "echo"), ({"logprobs": 1}, "logprobs"), ({"logprobs": 0}, "logprobs"),
-     ({"suffix": "end"}, "suffix"), ({"best_of": 2}, "best_of"), ({"n": 2}, "n")],
+    [({"echo": True, "logprobs": 1}, "echo"), ({"logprobs": 21}, "logprobs"), ({"logprobs": "1"}, "logprobs"),
+     ({"suffix": "end"}, "suffix"), ({"best_of": 2, "n": 3}, "best_of"), ({"n": 0}, "n")],
 )
 def test_unsupported_completion_options_are_400(server, extra, param):
     check_envelope(server.raw("POST", "/v1/completions", {"model": ALIAS, "prompt": "x", **extra}), 400, param=param)

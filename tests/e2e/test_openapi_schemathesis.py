@@ -29,6 +29,7 @@ from schemathesis.checks import (  # noqa: E402
 DOCUMENT = Path(__file__).resolve().parents[2] / "src" / "server" / "openapi.json"
 EXAMPLES = 30  # per operation, per generation mode
 MAX_TOKENS = 2
+MAX_CHOICES = 2
 TOKEN_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 GENERATING = ("/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages")
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_headers_conformance,
@@ -47,6 +48,14 @@ def cap_generation(case) -> None:
             body[field] = MAX_TOKENS
     if not any(f in body for f in TOKEN_FIELDS):
         body["max_output_tokens" if case.path == "/v1/responses" else "max_tokens"] = MAX_TOKENS
+    # Choices too: n, best_of and a list of prompts each multiply the generations of one request.
+    for field in ("n", "best_of"):
+        value = body.get(field)
+        if isinstance(value, int) and not isinstance(value, bool) and value > MAX_CHOICES:
+            body[field] = MAX_CHOICES
+    prompt = body.get("prompt")
+    if isinstance(prompt, list) and prompt and not isinstance(prompt[0], int) and len(prompt) > MAX_CHOICES:
+        body["prompt"] = prompt[:MAX_CHOICES]
 
 
 # One test per operation and mode, each a hypothesis run over that operation's strategy. (schemathesis's own

@@ -8,9 +8,10 @@
 #include "engine/drafting/context_copy.h"
 #include "engine/drafting/draft_source.h"
 #include "engine/keyed_noise.h"
-#include "fake_logits.h"
 #include "engine/sampler.h"
+#include "engine/stream_decoder.h"
 #include "engine/token_constraint.h"
+#include "fake_logits.h"
 #include "families/model.h"
 #include "text/tool_calls/json_scanner.h"
 
@@ -198,6 +199,122 @@ TEST(DecodeLoop, DraftedEqualsSerialWithPlantedErrorsAtEveryTemperature) {
         EXPECT_EQ(drafted.counters.emitted, 60);
       }
     }
+  }
+}
+
+// StreamDecoder driven as decode_stream drives it, keeping its log-probability records.
+struct Recorded {
+  std::vector<std::int32_t> tokens;
+  std::vector<TokenLogprob> logprobs;
+  DecodeCounters counters;
+};
+
+Recorded run_recorded(const SamplingParams& sp, DraftSource* drafter, int max_drafts, std::int64_t budget,
+                      const LogitAdjustments* adjust, int logprobs, bool greedy_ids = false) {
+  FakeModel model;
+  model.greedy_ids = greedy_ids;
+  auto state = model.new_state();
+  const std::vector<std::int32_t> prompt = {3, 1, 4, 1, 5, 9, 2, 6};
+  auto logits = model.forward(*state, prompt, 1);
+  DecodeSettings s;
+  s.sampling = sp;
+  s.seed = 42;
+  s.budget = budget;
+  s.max_drafts = max_drafts;
+  s.adjust = adjust;
+  s.logprobs = logprobs;
+  Recorded r;
+  StreamDecoder d(model, *state, logits, prompt, s, drafter, [&](std::int32_t t) {
+    r.tokens.push_back(t);
+    return true;
+  });
+  while (!d.done()) {
+    const auto in = d.next_input();
+    if (!in) break;
+    d.accept(run_round(model, *state, *in));
+  }
+  r.logprobs = d.logprobs();
+  r.counters = d.counters();
+  EXPECT_EQ(greedy_ids ? 0 : model.greedy_calls, 0);
+  return r;
+}
+
+// Bias and penalties change each row by the tokens before it, and logprobs are recorded per emitted token:
+// drafted (planted errors, both window policies) equals serial in tokens and in every record, bit for bit;
+// each record is the log-softmax of the adjusted, scaled, filtered row recomputed here from the fake logits.
+TEST(DecodeLoop, PenaltiesBiasAndLogprobsAreExactUnderDrafts) {
+  LogitAdjustments adj;
+  adj.presence_penalty = 0.7f;
+  adj.frequency_penalty = 0.4f;
+  adj.repetition_penalty = 1.3f;
+  adj.bias = {{5, 3.0f}, {7, -100.0f}};
+  for (float temperature : {0.0f, 0.8f}) {
+    SamplingParams sp;
+    sp.temperature = temperature;
+    sp.top_k = temperature > 0 ? 12 : 0;
+    const Recorded plain = run_recorded(sp, nullptr, 0, 50, nullptr, -1);
+    const Recorded serial = run_recorded(sp, nullptr, 0, 50, &adj, 5);
+    ASSERT_EQ(serial.tokens.size(), 50u);
+    ASSERT_EQ(serial.logprobs.size(), 50u);
+    EXPECT_NE(serial.tokens, plain.tokens) << "the adjustments changed nothing";
+    EXPECT_EQ(std::count(serial.tokens.begin(), serial.tokens.end(), 7), 0) << "a -100 bias token was sampled";
+    // Logprobs alone change no token; with greedy ids on, a stream asking for logprobs takes logits instead.
+    EXPECT_EQ(run_recorded(sp, nullptr, 0, 50, nullptr, 3, true).tokens, plain.tokens);
+    // The reference recomputation.
+    const std::vector<std::int32_t> prompt = {3, 1, 4, 1, 5, 9, 2, 6};
+    std::vector<std::int32_t> seen = prompt;
+    for (std::size_t i = 0; i < serial.tokens.size(); ++i) {
+      std::vector<std::int32_t> history = prompt;
+      history.insert(history.end(), serial.tokens.begin(), serial.tokens.begin() + static_cast<std::ptrdiff_t>(i));
+      std::vector<std::int32_t> hist;
+      auto row = test::fake_forward(hist, history, 1);
+      const auto generated = std::span<const std::int32_t>(serial.tokens).first(i);
+      for (int v = 0; v < kVocab; ++v) {
+        double x = row[static_cast<std::size_t>(v)];
+        const bool in_seen = std::find(history.begin(), history.end(), v) != history.end();
+        if (in_seen) x = x > 0 ? x / 1.3 : x * 1.3;
+        const auto count = std::count(generated.begin(), generated.end(), v);
+        if (count > 0) x -= 0.4 * static_cast<double>(count) + 0.7;
+        if (v == 5) x += 3.0;
+        if (v == 7) x -= 100.0;
+        row[static_cast<std::size_t>(v)] = static_cast<float>(x);
+      }
+      const double t = temperature > 0 ? temperature : 1.0;
+      std::vector<double> scaled;
+      for (float v : row) scaled.push_back(static_cast<double>(v) / t);
+      std::vector<int> order(kVocab);
+      for (int v = 0; v < kVocab; ++v) order[static_cast<std::size_t>(v)] = v;
+      std::sort(order.begin(), order.end(), [&](int a, int b) {
+        const double x = scaled[static_cast<std::size_t>(a)], y = scaled[static_cast<std::size_t>(b)];
+        return x != y ? x > y : a < b;
+      });
+      const std::size_t kept = sp.top_k > 0 ? static_cast<std::size_t>(sp.top_k) : order.size();
+      double z = 0;
+      for (std::size_t k = 0; k < kept; ++k) z += std::exp(scaled[static_cast<std::size_t>(order[k])]);
+      const double best = scaled[static_cast<std::size_t>(order[0])];
+      const auto& rec = serial.logprobs[i];
+      EXPECT_EQ(rec.token, serial.tokens[i]);
+      EXPECT_NEAR(rec.logprob, scaled[static_cast<std::size_t>(rec.token)] - std::log(z), 1e-4) << "row " << i;
+      ASSERT_EQ(rec.top.size(), 5u);
+      EXPECT_NEAR(rec.top[0].second, best - std::log(z), 1e-4);
+      if (temperature == 0.0f) {
+        EXPECT_EQ(rec.top[0].first, rec.token);
+      }
+    }
+    for (int error_every : {0, 1, 3})
+      for (int max_drafts : {2, 6}) {
+        OracleDrafter d(serial.tokens, 8, error_every);
+        const Recorded drafted = run_recorded(sp, &d, max_drafts, 50, &adj, 5);
+        EXPECT_EQ(drafted.tokens, serial.tokens) << "T " << temperature << " errors every " << error_every;
+        ASSERT_EQ(drafted.logprobs.size(), serial.logprobs.size());
+        for (std::size_t i = 0; i < serial.logprobs.size(); ++i) {
+          EXPECT_EQ(drafted.logprobs[i].logprob, serial.logprobs[i].logprob) << i;
+          EXPECT_EQ(drafted.logprobs[i].top, serial.logprobs[i].top) << i;
+        }
+        if (error_every == 0) {
+          EXPECT_GT(drafted.counters.accepted, 0);
+        }
+      }
   }
 }
 

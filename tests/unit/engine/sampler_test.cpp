@@ -7,7 +7,9 @@
 #include <map>
 #include <random>
 
+#include <tuple>
 #include "engine/keyed_noise.h"
+#include "engine/logit_adjust.h"
 
 namespace tf {
 namespace {
@@ -123,6 +125,78 @@ TEST(Sampler, FiltersApplyInOrder) {
   p.min_p = 0.0f;
   p.top_k = 2;
   for (int pos = 0; pos < 500; ++pos) EXPECT_LT(sample_token(l, p, 5, pos), 2);
+}
+
+// The reference: log-softmax in long double over the candidates a sampler would keep.
+TEST(Sampler, TokenLogprobIsTheLogSoftmaxOfTheFilteredScaledLogits) {
+  const auto l = random_logits(500, 11);
+  for (const auto& [t, k, pp] : std::vector<std::tuple<float, int, float>>{
+           {1.0f, 0, 1.0f}, {0.7f, 40, 1.0f}, {1.3f, 0, 0.9f}, {0.5f, 10, 0.8f}}) {
+    SamplingParams p;
+    p.temperature = t;
+    p.top_k = k;
+    p.top_p = pp;
+    const auto c = filtered_candidates(l, p);
+    long double z = 0;
+    for (const auto& [id, v] : c) z += std::exp(static_cast<long double>(v));
+    const auto token = sample_token(l, p, 3, 17);
+    const auto r = token_logprob(l, p, token, 20);
+    EXPECT_EQ(r.token, token);
+    const auto want = [&](std::int32_t id) {
+      for (const auto& [cid, v] : c)
+        if (cid == id) return static_cast<double>(static_cast<long double>(v) - std::log(z));
+      return -std::numeric_limits<double>::infinity();
+    };
+    EXPECT_NEAR(r.logprob, want(token), 1e-5);
+    ASSERT_EQ(r.top.size(), std::min<std::size_t>(20, c.size()));
+    for (std::size_t i = 0; i < r.top.size(); ++i) {
+      EXPECT_NEAR(r.top[i].second, want(r.top[i].first), 1e-5);
+      if (i > 0) {
+        EXPECT_GE(r.top[i - 1].second, r.top[i].second);
+      }
+    }
+    // A token the filters removed has no probability.
+    if (c.size() < l.size()) {
+      std::int32_t out = 0;
+      while (want(out) != -std::numeric_limits<double>::infinity()) ++out;
+      EXPECT_EQ(token_logprob(l, p, out, 0).logprob, -std::numeric_limits<float>::infinity());
+    }
+  }
+  // Greedy: the whole row's log-softmax at temperature 1, the chosen token the best.
+  SamplingParams g;
+  g.temperature = 0.0f;
+  const auto r = token_logprob(l, g, greedy_token(l), 3);
+  long double z = 0;
+  for (float v : l) z += std::exp(static_cast<long double>(v));
+  EXPECT_NEAR(r.logprob, static_cast<double>(l[static_cast<std::size_t>(greedy_token(l))] - std::log(z)), 1e-5);
+  ASSERT_EQ(r.top.size(), 3u);
+  EXPECT_EQ(r.top[0].first, greedy_token(l));
+  EXPECT_EQ(r.top[0].second, r.logprob);
+}
+
+TEST(Sampler, ChoiceSeeds) {
+  EXPECT_EQ(choice_seed(77, 0), 77u);
+  EXPECT_EQ(choice_seed(77, 1), mix64(77 + 0x9e3779b97f4a7c15ull));
+  EXPECT_NE(choice_seed(77, 1), choice_seed(77, 2));
+  EXPECT_NE(choice_seed(77, 1), choice_seed(78, 1));
+}
+
+TEST(LogitAdjust, PenaltiesAndBiasAsDefined) {
+  std::vector<float> row = {1.0f, -1.0f, 2.0f, 0.5f, 3.0f};
+  LogitAdjustments a;
+  a.repetition_penalty = 2.0f;  // prompt {0, 1}, generated {2, 2, 3}
+  a.frequency_penalty = 0.25f;
+  a.presence_penalty = 0.5f;
+  a.bias = {{4, -100.0f}, {1, 1.0f}};
+  const std::vector<std::int32_t> prompt = {0, 1}, generated = {2, 2, 3};
+  adjust_logits(a, prompt, generated, row);
+  EXPECT_FLOAT_EQ(row[0], 0.5f);                     // 1 / 2
+  EXPECT_FLOAT_EQ(row[1], -2.0f + 1.0f);             // -1 * 2, then the bias
+  EXPECT_FLOAT_EQ(row[2], 1.0f - 2 * 0.25f - 0.5f);  // 2 / 2, twice generated
+  EXPECT_FLOAT_EQ(row[3], 0.25f - 0.25f - 0.5f);     // 0.5 / 2, once
+  EXPECT_FLOAT_EQ(row[4], 3.0f - 100.0f);            // never seen: only the bias
+  EXPECT_FALSE(LogitAdjustments{}.active());
+  EXPECT_TRUE(a.active());
 }
 
 TEST(Sampler, SeedFromPromptDependsOnEveryToken) {

@@ -288,12 +288,12 @@ TEST_F(ServerTest, ClientErrorsBeforeAnyToken) {
       {"[]", 400, ""},
       {R"({"model":"smol"})", 400, ""},
       {R"({"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]})", 404, "model_not_found"},
-      {R"({"messages":[{"role":"user","content":"hi"}],"n":2})", 400, "unsupported_value"},
+      {R"({"messages":[{"role":"user","content":"hi"}],"n":0})", 400, "invalid_value"},
+      {R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":{"999999":5}})", 400, "invalid_value"},
       {R"({"messages":[{"role":"user","content":"hi"}],"temperature":true})", 400, "invalid_type"},
       {R"({"messages":[{"role":"user","content":"hi"}],"top_k":1.5})", 400, "invalid_type"},
       {R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":60})", 400, "context_length_exceeded"},
-      {R"({"messages":[{"role":"user","content":")" + std::string(80, 'a') + R"("}]})", 400,
-       "context_length_exceeded"},
+      {R"({"messages":[{"role":"user","content":")" + std::string(80, 'a') + R"("}]})", 400, "context_length_exceeded"},
   };
   for (const auto& c : cases) {
     const auto r = call(srv, "POST", "/v1/chat/completions", c.body);
@@ -325,9 +325,12 @@ TEST_F(ServerTest, CompletionsTextAndTokenIds) {
   r = call(srv, "POST", "/v1/completions", R"({"prompt":[5,300]})");
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.body["error"]["param"], "prompt");
-  r = call(srv, "POST", "/v1/completions", R"({"prompt":"x","echo":true})");
+  r = call(srv, "POST", "/v1/completions", R"({"prompt":"x","echo":true,"logprobs":1})");
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.body["error"]["param"], "echo");
+  r = call(srv, "POST", "/v1/completions", R"({"prompt":"x","echo":true})");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body["choices"][0]["text"], "xHello world");
   r = call(srv, "POST", "/v1/completions", R"({"prompt":"x","stream":true})");
   const auto chunks = sse_payloads(r.raw);
   EXPECT_EQ(chunks.front()["choices"][0]["text"], "Hel");

@@ -185,15 +185,23 @@ TEST(ChatRequest, RefusesWrongTypesAndRanges) {
       {{{"stop", 5}}, "stop"},
       {{{"stop", {"a", 5}}}, "stop"},
       {{{"stop", ""}}, "stop"},
-      {{{"n", 2}}, "n"},
+      {{{"n", 0}}, "n"},
+      {{{"n", 129}}, "n"},
       {{{"n", true}}, "n"},
       {{{"model", 5}}, "model"},
       {{{"user", 5}}, "user"},
       {{{"draft", "no"}}, "draft"},
       {{{"chat_template_kwargs", "x"}}, "chat_template_kwargs"},
-      {{{"logprobs", true}}, "logprobs"},
+      {{{"logprobs", 1}}, "logprobs"},
       {{{"top_logprobs", 3}}, "top_logprobs"},
-      {{{"presence_penalty", 0.5}}, "presence_penalty"},
+      {{{"logprobs", true}, {"top_logprobs", 21}}, "top_logprobs"},
+      {{{"presence_penalty", 2.5}}, "presence_penalty"},
+      {{{"frequency_penalty", -3}}, "frequency_penalty"},
+      {{{"repetition_penalty", 0}}, "repetition_penalty"},
+      {{{"logit_bias", {{"abc", 1}}}}, "logit_bias"},
+      {{{"logit_bias", {{"-5", 1}}}}, "logit_bias"},
+      {{{"logit_bias", {{"5", 101}}}}, "logit_bias.5"},
+      {{{"logit_bias", {{"5", "1"}}}}, "logit_bias.5"},
       {{{"response_format", {{"type", "json_object"}}}}, "response_format"},
       {{{"tool_choice", "required"}}, "tool_choice"},
   };
@@ -217,6 +225,26 @@ TEST(ChatRequest, AcceptsHarmlessDefaults) {
   EXPECT_FALSE(none.tools.active());
 }
 
+TEST(ChatRequest, SamplingSurface) {
+  const auto r = parse_chat_request(chat({{"n", 3},
+                                          {"logprobs", true},
+                                          {"top_logprobs", 5},
+                                          {"presence_penalty", 0.5},
+                                          {"frequency_penalty", -0.25},
+                                          {"repetition_penalty", 1.3},
+                                          {"logit_bias", {{"7", -100}, {"3", 2.5}}}}));
+  EXPECT_EQ(r.sampling.n, 3);
+  EXPECT_EQ(r.sampling.logprobs, 5);
+  EXPECT_FLOAT_EQ(r.sampling.adjust.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(r.sampling.adjust.frequency_penalty, -0.25f);
+  EXPECT_FLOAT_EQ(r.sampling.adjust.repetition_penalty, 1.3f);
+  ASSERT_EQ(r.sampling.adjust.bias.size(), 2u);  // sorted by id
+  EXPECT_EQ(r.sampling.adjust.bias[0], (std::pair<std::int32_t, float>{3, 2.5f}));
+  EXPECT_EQ(r.sampling.adjust.bias[1], (std::pair<std::int32_t, float>{7, -100.0f}));
+  EXPECT_EQ(parse_chat_request(chat({{"logprobs", true}})).sampling.logprobs, 0);
+  EXPECT_EQ(parse_chat_request(chat(json::object())).sampling.logprobs, -1);
+}
+
 TEST(ChatRequest, StopListUpToSixteen) {
   EXPECT_EQ(parse_chat_request(chat({{"stop", {"a", "b"}}})).sampling.stop.size(), 2u);
   EXPECT_EQ(expect_error([] { parse_chat_request(chat({{"stop", json(std::vector<std::string>(17, "x"))}})); })
@@ -225,10 +253,16 @@ TEST(ChatRequest, StopListUpToSixteen) {
 }
 
 TEST(CompletionRequest, PromptForms) {
-  auto text = [](const json& p) { return std::get<std::string>(parse_completion_request({{"prompt", p}}).prompt); };
-  auto ids = [](const json& p) {
-    return std::get<std::vector<std::int32_t>>(parse_completion_request({{"prompt", p}}).prompt);
+  auto text = [](const json& p) {
+    return std::get<std::string>(parse_completion_request({{"prompt", p}}).prompts.at(0));
   };
+  auto ids = [](const json& p) {
+    return std::get<std::vector<std::int32_t>>(parse_completion_request({{"prompt", p}}).prompts.at(0));
+  };
+  const auto list = parse_completion_request({{"prompt", {"a", json::array({1, 2}), "b"}}}).prompts;
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(std::get<std::string>(list[2]), "b");
+  EXPECT_EQ(std::get<std::vector<std::int32_t>>(list[1]), (std::vector<std::int32_t>{1, 2}));
   EXPECT_EQ(text("Once"), "Once");
   EXPECT_EQ(text(json::array({"Once"})), "Once");
   EXPECT_EQ(ids(json::array({1, 2, 3})), (std::vector<std::int32_t>{1, 2, 3}));
@@ -240,17 +274,19 @@ TEST(CompletionRequest, RefusesBadPromptsAndUnsupportedOptions) {
       {{{"model", "m"}}, "prompt"},
       {{{"prompt", 5}}, "prompt"},
       {{{"prompt", json::array()}}, "prompt"},
-      {{{"prompt", {"a", "b"}}}, "prompt"},
+      {{{"prompt", {"a", 5}}}, "prompt"},
       {{{"prompt", {1, "b"}}}, "prompt"},
       {{{"prompt", {1, -2}}}, "prompt"},
       {{{"prompt", {1, 2.5}}}, "prompt"},
       {{{"prompt", {json::array()}}}, "prompt"},
-      {{{"prompt", "x"}, {"echo", true}}, "echo"},
-      {{{"prompt", "x"}, {"logprobs", 0}}, "logprobs"},
-      {{{"prompt", "x"}, {"logprobs", 5}}, "logprobs"},
+      {{{"prompt", "x"}, {"echo", true}, {"logprobs", 1}}, "echo"},
+      {{{"prompt", "x"}, {"logprobs", 21}}, "logprobs"},
+      {{{"prompt", "x"}, {"logprobs", true}}, "logprobs"},
       {{{"prompt", "x"}, {"suffix", "end"}}, "suffix"},
-      {{{"prompt", "x"}, {"best_of", 2}}, "best_of"},
-      {{{"prompt", "x"}, {"n", 3}}, "n"},
+      {{{"prompt", "x"}, {"best_of", 2}, {"n", 3}}, "best_of"},
+      {{{"prompt", "x"}, {"best_of", 2}, {"stream", true}}, "best_of"},
+      {{{"prompt", "x"}, {"n", 0}}, "n"},
+      {{{"prompt", json(std::vector<std::string>(129, "x"))}}, "prompt"},
       {{{"prompt", "x"}, {"max_tokens", true}}, "max_tokens"},
   };
   for (const auto& [body, param] : cases) {
@@ -258,6 +294,13 @@ TEST(CompletionRequest, RefusesBadPromptsAndUnsupportedOptions) {
     EXPECT_EQ(e.status(), 400) << body.dump();
     EXPECT_EQ(e.param(), param) << body.dump();
   }
+  const auto r = parse_completion_request({{"prompt", "x"}, {"echo", true}, {"n", 2}, {"best_of", 3}});
+  EXPECT_TRUE(r.echo);
+  EXPECT_EQ(r.sampling.n, 2);
+  EXPECT_EQ(r.best_of, 3);
+  EXPECT_EQ(r.sampling.logprobs, -1);
+  EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"logprobs", 0}}).sampling.logprobs, 0);
+  EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"n", 4}}).best_of, 4);
   EXPECT_NO_THROW(parse_completion_request({{"prompt", "x"}, {"echo", false}, {"logprobs", nullptr},
                                             {"suffix", nullptr}, {"best_of", 1}}));
 }

@@ -1,0 +1,80 @@
+#include "server/logprobs_json.h"
+
+#include <cmath>
+
+namespace tf::server {
+
+namespace {
+
+std::string token_text(const InferenceService& service, std::int32_t id) {
+  const std::int32_t one[] = {id};
+  return service.detokenize(one);
+}
+
+// OpenAI writes -9999.0 for a token with no probability; JSON has no -infinity.
+double finite(float v) { return std::isfinite(v) ? static_cast<double>(v) : -9999.0; }
+
+nlohmann::ordered_json bytes_of(const std::string& s) {
+  auto a = nlohmann::ordered_json::array();
+  for (const unsigned char c : s) a.push_back(static_cast<int>(c));
+  return a;
+}
+
+}  // namespace
+
+nlohmann::ordered_json chat_logprobs(const InferenceService& service, std::span<const TokenLogprob> records) {
+  auto content = nlohmann::ordered_json::array();
+  for (const auto& r : records) {
+    const auto text = token_text(service, r.token);
+    auto top = nlohmann::ordered_json::array();
+    for (const auto& [id, lp] : r.top) {
+      const auto t = token_text(service, id);
+      top.push_back({{"token", t}, {"logprob", finite(lp)}, {"bytes", bytes_of(t)}});
+    }
+    content.push_back(
+        {{"token", text}, {"logprob", finite(r.logprob)}, {"bytes", bytes_of(text)}, {"top_logprobs", std::move(top)}});
+  }
+  return {{"content", std::move(content)}, {"refusal", nullptr}};
+}
+
+nlohmann::ordered_json completion_logprobs(const InferenceService& service, std::span<const TokenLogprob> records,
+                                           std::size_t& offset) {
+  auto tokens = nlohmann::ordered_json::array(), logprobs = nlohmann::ordered_json::array(),
+       tops = nlohmann::ordered_json::array(), offsets = nlohmann::ordered_json::array();
+  for (const auto& r : records) {
+    const auto text = token_text(service, r.token);
+    tokens.push_back(text);
+    logprobs.push_back(finite(r.logprob));
+    auto top = nlohmann::ordered_json::object();
+    for (const auto& [id, lp] : r.top) {
+      const auto t = token_text(service, id);
+      if (!top.contains(t)) top[t] = finite(lp);
+    }
+    tops.push_back(std::move(top));
+    offsets.push_back(offset);
+    offset += text.size();
+  }
+  return {{"tokens", std::move(tokens)},
+          {"token_logprobs", std::move(logprobs)},
+          {"top_logprobs", std::move(tops)},
+          {"text_offset", std::move(offsets)}};
+}
+
+GenerationResult sum_results(std::span<const GenerationResult> results, const std::vector<bool>& first_of_prompt) {
+  GenerationResult sum;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
+    if (i < first_of_prompt.size() && first_of_prompt[i]) {
+      sum.prompt_tokens += r.prompt_tokens;
+      sum.cached_tokens += r.cached_tokens;
+    }
+    sum.completion_tokens += r.completion_tokens;
+    sum.drafted += r.drafted;
+    sum.accepted += r.accepted;
+    sum.rounds += r.rounds;
+  }
+  if (!results.empty()) sum.finish = results.back().finish;
+  return sum;
+}
+
+}  // namespace tf::server
