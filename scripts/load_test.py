@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""A bounded load test of a running `tensorfold serve` (issue 7; not part of `make test`).
+"""A bounded load test of a running `tensorfold serve` (issues 7 and 33; not part of `make test`).
 
-N streaming clients send chat requests for T seconds (defaults 64 and 60); a third of them disconnect at
-random moments, and a client answered 503 (queue full) waits 0.5-2 s before it tries again. Before the
+N clients send chat requests for T seconds (defaults 64 and 60); a third of them disconnect at random
+moments, a share of the others (--non-streaming, default 0) ask for non-streamed replies, and a client
+answered 503 (queue full) waits 0.5-2 s before it tries again. Every --sample seconds (default 60) it
+prints the server's resident memory, open file descriptors and threads with the counts so far, and with
+--report writes those samples and the summary as JSON (scripts/soak.sh runs it for 30 minutes). Before the
 load, each prompt of a small fixed set is run alone to get its solo output. The test checks that every
 completed reply equals its solo output (text and token counts), that the server keeps answering (/health,
 polled every 0.5 s during the load, answers every time within 10 s), that requests_running returns to 0 and
@@ -20,7 +23,9 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import random
+import socket
 import sys
 import threading
 import time
@@ -37,14 +42,18 @@ PROMPTS = [
 MAX_TOKENS = 16
 
 
-def body_for(i: int) -> dict:
-    return {"messages": [{"role": "user", "content": PROMPTS[i]}], "max_tokens": MAX_TOKENS, "seed": 1000 + i,
-            "temperature": [0.0, 0.7, 1.0][i % 3], "stream": True, "stream_options": {"include_usage": True}}
+def body_for(i: int, stream: bool = True) -> dict:
+    body = {"messages": [{"role": "user", "content": PROMPTS[i]}], "max_tokens": MAX_TOKENS, "seed": 1000 + i,
+            "temperature": [0.0, 0.7, 1.0][i % 3], "stream": stream}
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    return body
 
 
 class Server:
-    def __init__(self, url: str, api_key: str | None, pid: int):
+    def __init__(self, url: str, api_key: str | None, pid: int, timeout: float = 300):
         u = urlparse(url)
+        self.timeout = timeout
         self.host, self.port = u.hostname, u.port or 80
         self.api_key = api_key
         self.pid = pid
@@ -66,17 +75,43 @@ class Server:
         finally:
             c.close()
 
-    def rss_kib(self) -> int:
+    def proc_status(self, key: str) -> int:
         with open(f"/proc/{self.pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(key + ":"):
                     return int(line.split()[1])
-        raise RuntimeError("no VmRSS")
+        raise RuntimeError(f"no {key}")
+
+    def rss_kib(self) -> int:
+        return self.proc_status("VmRSS")
+
+    def threads(self) -> int:
+        return self.proc_status("Threads")
+
+    def open_fds(self) -> int:
+        return len(os.listdir(f"/proc/{self.pid}/fd"))
+
+    def complete(self, i: int):
+        """(status, text, usage) of one non-streamed request."""
+        c = self.conn(self.timeout)
+        try:
+            c.request("POST", "/v1/chat/completions", body=json.dumps(body_for(i, stream=False)),
+                      headers=self.headers())
+            r = c.getresponse()
+            raw = r.read().decode(errors="replace")
+            if r.status != 200:
+                return r.status, raw, None
+            reply = json.loads(raw)
+            u = reply["usage"]
+            return 200, reply["choices"][0]["message"].get("content") or "", (u["prompt_tokens"],
+                                                                                u["completion_tokens"])
+        finally:
+            c.close()
 
     def stream(self, i: int, stop_after_chunks: int | None = None):
         """(status, text, usage) of one streamed request; with stop_after_chunks, closes the connection after
         that many chunks and returns (status, None, None)."""
-        c = self.conn()
+        c = self.conn(self.timeout)
         try:
             c.request("POST", "/v1/chat/completions", body=json.dumps(body_for(i)), headers=self.headers())
             r = c.getresponse()
@@ -112,10 +147,16 @@ def main() -> int:
     ap.add_argument("--api-key")
     ap.add_argument("--clients", type=int, default=64)
     ap.add_argument("--duration", type=float, default=60.0, help="seconds during which clients start requests")
+    ap.add_argument("--non-streaming", type=float, default=0.0,
+                    help="share of the requests of clients that do not disconnect sent with stream false")
+    ap.add_argument("--sample", type=float, default=60.0, help="seconds between resource samples")
+    ap.add_argument("--request-timeout", type=float, default=300.0,
+                    help="seconds without a byte from the server after which a request counts as hung")
+    ap.add_argument("--report", help="write the samples and the summary to this JSON file")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--settle", type=float, default=60.0, help="seconds to wait for the server to drain")
     a = ap.parse_args()
-    srv = Server(a.url, a.api_key, a.pid)
+    srv = Server(a.url, a.api_key, a.pid, a.request_timeout)
     # Wait for the model to load (/health says 503 "loading" until then).
     ready_by = time.monotonic() + 300
     while True:
@@ -129,61 +170,80 @@ def main() -> int:
             return 1
         time.sleep(0.5)
 
-    # Solo outputs, one request at a time; run twice so that the idle memory level is a warm one.
+    # Solo outputs, one request at a time; run twice so that the idle memory level is a warm one. A
+    # non-streamed reply must equal the streamed one (same text, same token counts).
     solo = {}
     for _ in range(2):
         for i in range(len(PROMPTS)):
-            status, text, usage = srv.stream(i)
-            if status != 200:
-                print(f"solo request {i} failed: {status} {text}")
-                return 1
-            if i in solo and solo[i] != (text, usage):
-                print(f"solo request {i} differs between two solo runs")
-                return 1
-            solo[i] = (text, usage)
+            replies = [srv.stream(i)] + ([srv.complete(i)] if a.non_streaming > 0 else [])
+            for status, text, usage in replies:
+                if status != 200:
+                    print(f"solo request {i} failed: {status} {text}")
+                    return 1
+                if i in solo and solo[i] != (text, usage):
+                    print(f"solo request {i} differs between two solo runs (or streamed and not): "
+                          f"{solo[i]!r} vs {(text, usage)!r}")
+                    return 1
+                solo[i] = (text, usage)
     time.sleep(1.0)
     idle_rss = srv.rss_kib()
 
     lock = threading.Lock()
-    stats = {"completed": 0, "mismatched": 0, "disconnected": 0, "busy_503": 0, "errors": 0, "peak_running": 0,
-             "peak_waiting": 0, "health_checks": 0, "health_failed": 0, "health_max_s": 0.0}
+    stats = {"completed": 0, "completed_non_streamed": 0, "mismatched": 0, "disconnected": 0, "busy_503": 0,
+             "http_5xx": 0, "errors": 0, "hung": 0, "peak_running": 0, "peak_waiting": 0, "health_checks": 0,
+             "health_failed": 0, "health_max_s": 0.0}
     failures = []
-    deadline = time.monotonic() + a.duration
+    samples = []
+    started = time.monotonic()
+    deadline = started + a.duration
+
+    def count_status(k: int, status: int, text: str | None):
+        """Counts a non-200 answer (the lock held); True when the client should back off."""
+        if status == 503:
+            stats["busy_503"] += 1
+            return True
+        stats["errors"] += 1
+        if status >= 500:
+            stats["http_5xx"] += 1
+        failures.append(f"client {k}: HTTP {status}: {(text or '')[:200]}")
+        return False
 
     def client(k: int):
         crng = random.Random(a.seed * 1000 + k)
         leaver = k % 3 == 0  # a third of the clients disconnect at random moments
         while time.monotonic() < deadline:
             i = crng.randrange(len(PROMPTS))
+            back_off = False
             try:
                 if leaver:
                     status, text, _ = srv.stream(i, stop_after_chunks=crng.randint(1, MAX_TOKENS // 2))
-                    key = "disconnected" if status == 200 else ("busy_503" if status == 503 else "errors")
                     with lock:
-                        stats[key] += 1
-                        if key == "errors":
-                            failures.append(f"client {k}: HTTP {status}: {text[:200]}")
-                    if status == 503:  # a busy server asks clients to come back later (Retry-After)
-                        time.sleep(crng.uniform(0.5, 2.0))
-                    continue
-                status, text, usage = srv.stream(i)
+                        if status == 200:
+                            stats["disconnected"] += 1
+                        else:
+                            back_off = count_status(k, status, text)
+                else:
+                    non_streamed = crng.random() < a.non_streaming
+                    status, text, usage = srv.complete(i) if non_streamed else srv.stream(i)
+                    with lock:
+                        if status != 200:
+                            back_off = count_status(k, status, text)
+                        elif (text, usage) != solo[i]:
+                            stats["mismatched"] += 1
+                            failures.append(f"client {k}: prompt {i} gave {text!r} {usage}, solo {solo[i]!r}")
+                        else:
+                            stats["completed"] += 1
+                            stats["completed_non_streamed"] += non_streamed
+            except socket.timeout as e:  # no byte for --request-timeout seconds: a hang
                 with lock:
-                    if status == 503:
-                        stats["busy_503"] += 1
-                    elif status != 200:
-                        stats["errors"] += 1
-                        failures.append(f"client {k}: HTTP {status}: {text[:200]}")
-                    elif (text, usage) != solo[i]:
-                        stats["mismatched"] += 1
-                        failures.append(f"client {k}: prompt {i} gave {text!r} {usage}, solo {solo[i]!r}")
-                    else:
-                        stats["completed"] += 1
-                if status == 503:
-                    time.sleep(crng.uniform(0.5, 2.0))
-            except Exception as e:  # noqa: BLE001 - a crash or hang of the server shows here
+                    stats["hung"] += 1
+                    failures.append(f"client {k}: hung: {e}")
+            except Exception as e:  # noqa: BLE001 - a crash of the server shows here
                 with lock:
                     stats["errors"] += 1
                     failures.append(f"client {k}: {type(e).__name__}: {e}")
+            if back_off:  # a busy server asks clients to come back later (Retry-After)
+                time.sleep(crng.uniform(0.5, 2.0))
 
     def watcher():
         while time.monotonic() < deadline:
@@ -201,14 +261,30 @@ def main() -> int:
                     failures.append(f"/health failed during the load: {type(e).__name__}: {e}")
             time.sleep(0.5)
 
-    started = time.monotonic()
+    def take_sample():
+        with lock:
+            counts = {k: stats[k] for k in ("completed", "disconnected", "busy_503", "http_5xx", "errors", "hung")}
+        sample = {"t_s": round(time.monotonic() - started, 1), "rss_mib": round(srv.rss_kib() / 1024, 1),
+                  "fds": srv.open_fds(), "threads": srv.threads(), **counts}
+        samples.append(sample)
+        print("  sample " + " ".join(f"{k}={v}" for k, v in sample.items()), flush=True)
+
+    def sampler():
+        next_at = started + a.sample
+        while time.monotonic() < deadline:
+            time.sleep(max(0.0, min(next_at, deadline) - time.monotonic()))
+            if time.monotonic() >= next_at:
+                take_sample()
+                next_at += a.sample
+
+    print(f"idle: rss {idle_rss / 1024:.1f} MiB, fds {srv.open_fds()}, threads {srv.threads()}", flush=True)
     threads = [threading.Thread(target=client, args=(k,), daemon=True) for k in range(a.clients)]
-    threads.append(threading.Thread(target=watcher, daemon=True))
+    threads += [threading.Thread(target=watcher, daemon=True), threading.Thread(target=sampler, daemon=True)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=a.duration + 600)
-    hung = sum(t.is_alive() for t in threads)
+        t.join(timeout=max(0.0, deadline - time.monotonic()) + a.request_timeout + 60)
+    hung_threads = sum(t.is_alive() for t in threads)
     load_s = time.monotonic() - started
 
     # Drain: requests_running back to 0, then resident memory back near idle.
@@ -226,15 +302,18 @@ def main() -> int:
         time.sleep(1.0)
         rss = srv.rss_kib()
     rss_ok = abs(rss - idle_rss) <= 0.05 * idle_rss
+    take_sample()
     health = srv.health()
 
     print(f"load test: {a.clients} clients for {a.duration:.0f} s ({load_s:.1f} s with the last replies), "
-          f"a third disconnecting at random moments")
-    print(f"  completed replies      {stats['completed']} (each equal to its solo output)")
+          f"a third disconnecting at random moments, {100 * a.non_streaming:.0f}% of the rest non-streamed")
+    print(f"  completed replies      {stats['completed']} (each equal to its solo output; "
+          f"{stats['completed_non_streamed']} non-streamed)")
     print(f"  mismatched replies     {stats['mismatched']}")
     print(f"  disconnected on purpose {stats['disconnected']}")
     print(f"  503 busy               {stats['busy_503']}")
-    print(f"  errors                 {stats['errors']}; clients hung: {hung}")
+    print(f"  5xx / other errors     {stats['http_5xx']} / {stats['errors'] - stats['http_5xx']}; "
+          f"hung requests: {stats['hung']}; clients hung: {hung_threads}")
     print(f"  /health during load    {stats['health_checks']} answered (slowest {stats['health_max_s']:.2f} s), "
           f"{stats['health_failed']} failed")
     print(f"  peak running/waiting   {stats['peak_running']}/{stats['peak_waiting']}")
@@ -243,9 +322,14 @@ def main() -> int:
           f"({100.0 * (rss - idle_rss) / idle_rss:+.1f}%, limit 5%)")
     for f in failures[:10]:
         print("  FAIL", f)
-    ok = (stats["mismatched"] == 0 and stats["errors"] == 0 and hung == 0 and drained and rss_ok
-          and stats["completed"] > 0 and stats["health_failed"] == 0)
+    ok = (stats["mismatched"] == 0 and stats["errors"] == 0 and stats["hung"] == 0 and hung_threads == 0
+          and drained and rss_ok and stats["completed"] > 0 and stats["health_failed"] == 0)
     print("  result                 " + ("PASS" if ok else "FAIL"))
+    if a.report:
+        with open(a.report, "w") as f:
+            json.dump({"args": vars(a), "idle_rss_mib": round(idle_rss / 1024, 1), "final_rss_mib": round(rss / 1024, 1),
+                       "drained": drained, "stats": stats, "samples": samples, "failures": failures[:50],
+                       "result": "PASS" if ok else "FAIL"}, f, indent=1)
     return 0 if ok else 1
 
 
