@@ -59,14 +59,10 @@ if [ -n "$PREBUILT" ]; then
   note build "prebuilt ($BIN)"
 else
   BIN=$ROOT/build-gpu
-  if [ -n "$SYSROOT" ]; then
-    SR=$(cd "$SYSROOT" && pwd)
-    export PKG_CONFIG_PATH="$SR/lib/pkgconfig:${PKG_CONFIG_PATH:-}" CPATH="$SR/include:${CPATH:-}"
-    export LIBRARY_PATH="$SR/lib:${LIBRARY_PATH:-}" LD_LIBRARY_PATH="$SR/lib:${LD_LIBRARY_PATH:-}"
-  fi
+  . scripts/device/cuda-build-env.sh
+  use_sysroot "$SYSROOT"
   B0=$(date +%s)
-  if cmake -S . -B "$BIN" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTENSORFOLD_MLX=OFF -DTENSORFOLD_CUDA=ON \
-      -DTENSORFOLD_GPU_TESTS=ON -DCMAKE_CUDA_ARCHITECTURES=90a >"$OUT/build.log" 2>&1 &&
+  if configure_cuda "$BIN" >"$OUT/build.log" 2>&1 &&
      cmake --build "$BIN" -j16 --target tf_cuda_tests tf_cuda_greedy_tool tf_cuda_bench >>"$OUT/build.log" 2>&1; then
     if cmake --build "$BIN" -j16 --target tensorfold >>"$OUT/build.log" 2>&1; then
       note build "ok, all targets ($(( $(date +%s) - B0 )) s)"
