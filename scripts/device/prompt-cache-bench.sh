@@ -5,8 +5,9 @@
 # machine is warm), then
 #   1. cached == fresh (bench/prompt_cache/equality.py): multi-turn conversations, greedy and seeded, turns
 #      2+ must restore tokens and equal a server without the cache token for token; small shape, then 8B;
-#   2. time to first token of turn N of a conversation growing by ~500 tokens a turn up to 16k tokens, with
-#      and without the cache, on the 8B shape (bench/prompt_cache/ttft.py, every turn measured both ways).
+#   2. time to first token of turn N of a conversation growing by ~500 tokens a turn up to 16k tokens on the
+#      8B shape (bench/prompt_cache/ttft.py): every turn with the cache, and without it the turns nearest 1k,
+#      2k, 4k, 8k, 12k and 16k tokens (--uncached-at LIST|all).
 # Logs go to $OUT (default ./prompt-cache-out); a short summary is printed last. Exit status 1 when a check fails.
 #
 # Here, once:   scripts/device/prompt-cache-bench.sh --prepare
@@ -14,13 +15,14 @@
 # There:        run(carry=[".cuda-carry/sysroot", ".cuda-carry/vocab.gguf"],
 #                   command="bash scripts/device/prompt-cache-bench.sh --sysroot .cuda-carry/sysroot")
 # --prebuilt DIR|bin.tar.xz uses a `tensorfold` built elsewhere instead (DIR/tensorfold with DIR/lib, or the
-# archive prepare-carry.sh packs); --vocab FILE another tokenizer GGUF; --max-context N (16384);
+# archive prepare-carry.sh packs); --vocab FILE another tokenizer GGUF; --max-context N (16384); --uncached-at LIST;
 # --skip-equality; --skip-ttft.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 OUT=${OUT:-$ROOT/prompt-cache-out}
 PREBUILT="" SYSROOT="" VOCAB=.cuda-carry/vocab.gguf MAX_CONTEXT=16384 EQUALITY=1 TTFT=1 PREPARE=0
+UNCACHED_AT=1000,2000,4000,8000,12000,16000
 while [ $# -gt 0 ]; do
   case "$1" in
     --prepare) PREPARE=1; shift ;;
@@ -28,6 +30,7 @@ while [ $# -gt 0 ]; do
     --sysroot) SYSROOT=$2; shift 2 ;;
     --vocab) VOCAB=$2; shift 2 ;;
     --max-context) MAX_CONTEXT=$2; shift 2 ;;
+    --uncached-at) UNCACHED_AT=$2; shift 2 ;;
     --skip-equality) EQUALITY=0; shift ;;
     --skip-ttft) TTFT=0; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
@@ -114,7 +117,7 @@ fi
 # ---- 2. TTFT of turn N, 8B shape ----
 if [ "$TTFT" = 1 ]; then
   timeout 420 python3 bench/prompt_cache/ttft.py --bin "$BIN/tensorfold" --model "$M/8b.gguf" \
-    --serve-arg=--backend=cuda --max-context "$MAX_CONTEXT" --uncached-at all --cache-gib 16 \
+    --serve-arg=--backend=cuda --max-context "$MAX_CONTEXT" --uncached-at "$UNCACHED_AT" --cache-gib 16 \
     --json "$OUT/ttft_8b.json" --workdir "$OUT/ttft_8b" >"$OUT/ttft_8b.log" 2>&1
   rc=$?
   [ $rc = 0 ] || FAILED=1
