@@ -137,6 +137,10 @@ if [ -x "$BIN/tensorfold" ] && [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
   fi
   kill $SPID 2>/dev/null
   wait $SPID 2>/dev/null
+  # Prompt caching on CUDA: multi-turn replies with restored prefixes equal a server without the cache.
+  timeout 300 python3 bench/prompt_cache/equality.py --bin "$BIN/tensorfold" --model "$MODEL" \
+    --serve-arg=--backend=cuda --workdir "$OUT/prompt_cache" >"$OUT/prompt_cache.log" 2>&1
+  note prompt_cache "rc $?: $(tail -1 "$OUT/prompt_cache.log")"
 else
   note serve_openai "skipped (no tensorfold binary or no --model)"
 fi
