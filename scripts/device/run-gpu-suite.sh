@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole CUDA suite on a GPU machine, in one command (issue 5): build, GPU unit tests, row-invariance
 # tests, the greedy golden of the default model, an openai-SDK request against `tensorfold serve --backend
-# cuda`, the benchmarks; a short table last. Full logs go to $OUT (default ./gpu-suite-out).
+# cuda`, prompt caching cached == fresh (bench/prompt_cache/equality.py), the benchmarks; a short table last.
+# Full logs go to $OUT (default ./gpu-suite-out).
 #
 #   scripts/device/run-gpu-suite.sh [--prebuilt DIR] [--model GGUF] [--wheels DIR] [--sysroot DIR]
 #                                   [--skip-tests] [--skip-bench] [--only-model-bench]
