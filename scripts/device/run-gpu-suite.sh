@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole CUDA suite on a GPU machine, in one command (issue 5): build, GPU unit tests, row-invariance
 # tests, the greedy golden of the default model, an openai-SDK request against `tensorfold serve --backend
-# cuda`, the benchmarks; a short table last. Full logs go to $OUT (default ./gpu-suite-out).
+# cuda`, prompt caching cached == fresh (bench/prompt_cache/equality.py), the benchmarks; a short table last.
+# Full logs go to $OUT (default ./gpu-suite-out).
 #
 #   scripts/device/run-gpu-suite.sh [--prebuilt DIR] [--model GGUF] [--wheels DIR] [--sysroot DIR]
 #                                   [--skip-tests] [--skip-bench] [--only-model-bench]
@@ -59,14 +60,10 @@ if [ -n "$PREBUILT" ]; then
   note build "prebuilt ($BIN)"
 else
   BIN=$ROOT/build-gpu
-  if [ -n "$SYSROOT" ]; then
-    SR=$(cd "$SYSROOT" && pwd)
-    export PKG_CONFIG_PATH="$SR/lib/pkgconfig:${PKG_CONFIG_PATH:-}" CPATH="$SR/include:${CPATH:-}"
-    export LIBRARY_PATH="$SR/lib:${LIBRARY_PATH:-}" LD_LIBRARY_PATH="$SR/lib:${LD_LIBRARY_PATH:-}"
-  fi
+  . scripts/device/cuda-build-env.sh
+  use_sysroot "$SYSROOT"
   B0=$(date +%s)
-  if cmake -S . -B "$BIN" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTENSORFOLD_MLX=OFF -DTENSORFOLD_CUDA=ON \
-      -DTENSORFOLD_GPU_TESTS=ON -DCMAKE_CUDA_ARCHITECTURES=90a >"$OUT/build.log" 2>&1 &&
+  if configure_cuda "$BIN" >"$OUT/build.log" 2>&1 &&
      cmake --build "$BIN" -j16 --target tf_cuda_tests tf_cuda_greedy_tool tf_cuda_bench >>"$OUT/build.log" 2>&1; then
     if cmake --build "$BIN" -j16 --target tensorfold >>"$OUT/build.log" 2>&1; then
       note build "ok, all targets ($(( $(date +%s) - B0 )) s)"
@@ -141,6 +138,10 @@ if [ -x "$BIN/tensorfold" ] && [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
   fi
   kill $SPID 2>/dev/null
   wait $SPID 2>/dev/null
+  # Prompt caching on CUDA: multi-turn replies with restored prefixes equal a server without the cache.
+  timeout 300 python3 bench/prompt_cache/equality.py --bin "$BIN/tensorfold" --model "$MODEL" \
+    --serve-arg=--backend=cuda --workdir "$OUT/prompt_cache" >"$OUT/prompt_cache.log" 2>&1
+  note prompt_cache "rc $?: $(tail -1 "$OUT/prompt_cache.log")"
 else
   note serve_openai "skipped (no tensorfold binary or no --model)"
 fi

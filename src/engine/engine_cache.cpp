@@ -16,6 +16,9 @@
 #ifdef TENSORFOLD_HAVE_MLX
 #include "backends/mlx/mlx_runtime.h"
 #endif
+#ifdef TENSORFOLD_HAVE_CUDA
+#include "backends/cuda/cuda_runtime_info.h"
+#endif
 
 namespace tf {
 namespace fs = std::filesystem;
@@ -91,6 +94,9 @@ std::string Engine::state_identity(const std::string& model_path, const ChunkPla
 #ifdef TENSORFOLD_HAVE_MLX
   if (backend_->name() == "mlx") id["runtime"] = mlx_runtime_version();
 #endif
+#ifdef TENSORFOLD_HAVE_CUDA
+  if (backend_->name() == "cuda") id["runtime"] = "cuda " + cuda_runtime_version();
+#endif
   // The kernels' own identity: the bits of a short prefill (one chunk past the row-invariant windows, one
   // inside them) and of the state it leaves. A build whose kernels compute other bits writes other headers,
   // so its snapshots are never restored into this one, nor this one's into it.
@@ -110,11 +116,12 @@ std::string Engine::state_identity(const std::string& model_path, const ChunkPla
 }
 
 void Engine::open_prompt_cache(const EngineOptions& o, MemoryPlan& memory, const ChunkPlanRule& rule) {
-  if (backend_->name() != "mlx") {
-    prompt_cache_off_ = "off: the " + backend_->name() + " backend keeps no prompt cache yet (issue 35)";
-    return;
-  }
-  const std::size_t room = memory.stream_room();
+  // Entries are host bytes (StateStore::snapshot). On MLX that is the memory the streams compute in, so the
+  // cache comes out of their room; on CUDA the streams live in device memory and the cache beside them in
+  // host memory, so it takes none of the device's room and its default is a quarter of the host's share
+  // (Backend's default budget, 70% of physical memory).
+  const bool streams_on_device = backend_->name() == "cuda";
+  const std::size_t room = streams_on_device ? backend_->Backend::memory_budget_bytes() : memory.stream_room();
   const std::size_t bytes = o.prompt_cache_gib < 0 ? std::min<std::size_t>(std::size_t{16} << 30, room / 4)
                                                    : static_cast<std::size_t>(o.prompt_cache_gib * kGiB);
   if (bytes == 0) {
@@ -138,7 +145,7 @@ void Engine::open_prompt_cache(const EngineOptions& o, MemoryPlan& memory, const
     pc.disk_bytes = static_cast<std::size_t>(o.max_snapshot_gib * kGiB);
   }
   pc.identity = state_identity(o.model_path, rule);
-  memory.prompt_cache_bytes = bytes;
+  if (!streams_on_device) memory.prompt_cache_bytes = bytes;
   prompt_cache_ = std::make_unique<PromptCache>(std::move(pc));
 }
 
