@@ -4,7 +4,7 @@
     python3 tests/fuzz/make_seeds.py OUT_DIR
 
 creates OUT_DIR/fuzz_gguf/*.gguf, OUT_DIR/fuzz_safetensors/*.safetensors and
-OUT_DIR/fuzz_mlx_quant_config/*.json. The output is deterministic, so re-running is harmless.
+OUT_DIR/fuzz_mlx_quant_config/*.json and OUT_DIR/fuzz_request/*.json. The output is deterministic, so re-running is harmless.
 """
 import json
 import random
@@ -188,12 +188,49 @@ def quant_config_seeds():
     }
 
 
+# ---- HTTP request bodies --------------------------------------------------------------------------------
+def request_seeds():
+    tool = {"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
+                                             "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                            "required": ["city"]}}}
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}
+    bodies = {
+        "chat.json": {"model": "m", "messages": [{"role": "system", "content": "Be brief."},
+                                                 {"role": "user", "content": "Hello"}],
+                      "max_tokens": 16, "temperature": 0.7, "top_p": 0.9, "seed": 3, "stop": ["\n"], "stream": True,
+                      "stream_options": {"include_usage": True}, "logprobs": True, "top_logprobs": 3, "n": 2,
+                      "logit_bias": {"42": -100}, "presence_penalty": 0.5, "frequency_penalty": 0.1},
+        "chat_tools.json": {"messages": [{"role": "user", "content": [{"type": "text", "text": "Weather?"}]},
+                                         {"role": "assistant", "content": None, "tool_calls": [call]},
+                                         {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}],
+                            "tools": [tool], "tool_choice": "auto", "parallel_tool_calls": False,
+                            "reasoning_effort": "low", "response_format": {"type": "text"}},
+        "completion.json": {"prompt": ["Once upon", "a time"], "max_tokens": 8, "echo": True, "logprobs": 2,
+                            "best_of": 2, "suffix": None, "stop": "x"},
+        "completion_ids.json": {"prompt": [[1, 2, 3], [4, 5]], "max_tokens": 0, "temperature": 0},
+        "responses.json": {"input": [{"role": "user", "content": [{"type": "input_text", "text": "Hi"}]}],
+                           "instructions": "Be brief.", "max_output_tokens": 32, "tools": [
+                               {"type": "function", "name": "f", "parameters": {"type": "object"}}],
+                           "text": {"format": {"type": "text"}}, "store": False, "reasoning": {"effort": "low"}},
+        "messages.json": {"model": "m", "max_tokens": 64, "system": [{"type": "text", "text": "Be brief."}],
+                          "messages": [{"role": "user", "content": "Hi"},
+                                       {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f",
+                                                                          "input": {"a": 1}}]},
+                                       {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                                                     "content": "ok"}]}],
+                          "tools": [{"name": "f", "input_schema": {"type": "object"}}], "stop_sequences": ["END"],
+                          "thinking": {"type": "enabled", "budget_tokens": 1024}, "stream": True},
+        "tokenize.json": {"content": "Hello, world", "add_special": True, "with_pieces": True, "tokens": [1, 2, 3]},
+    }
+    return {name: json.dumps(body).encode() for name, body in bodies.items()}
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     out = Path(sys.argv[1])
     for target, seeds in (("fuzz_gguf", gguf_seeds()), ("fuzz_safetensors", safetensors_seeds()),
-                          ("fuzz_mlx_quant_config", quant_config_seeds())):
+                          ("fuzz_mlx_quant_config", quant_config_seeds()), ("fuzz_request", request_seeds())):
         d = out / target
         d.mkdir(parents=True, exist_ok=True)
         for name, data in seeds.items():
