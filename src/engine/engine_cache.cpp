@@ -121,6 +121,13 @@ void Engine::open_prompt_cache(const EngineOptions& o, MemoryPlan& memory, const
   // host memory, so it takes none of the device's room and its default is a quarter of the host's share
   // (Backend's default budget, 70% of physical memory).
   const bool streams_on_device = backend_->name() == "cuda";
+  // On CUDA the cache is opt-in until the device has shown cached == fresh (bench/prompt_cache/equality.py in
+  // scripts/device/prompt-cache-bench.sh): the code reasons that chunked prefill there is deterministic, but
+  // no device run has confirmed it yet, and a wrong restore would change replies silently.
+  if (streams_on_device && o.prompt_cache_gib < 0) {
+    prompt_cache_off_ = "off by default on CUDA until verified on the device (--prompt-cache-gib N turns it on)";
+    return;
+  }
   const std::size_t room = streams_on_device ? backend_->Backend::memory_budget_bytes() : memory.stream_room();
   const std::size_t bytes = o.prompt_cache_gib < 0 ? std::min<std::size_t>(std::size_t{16} << 30, room / 4)
                                                    : static_cast<std::size_t>(o.prompt_cache_gib * kGiB);
