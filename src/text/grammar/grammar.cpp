@@ -340,7 +340,8 @@ std::uint32_t GrammarMatcher::cons(std::uint32_t pos, std::uint32_t parent) {
 
 void GrammarMatcher::expand(std::uint32_t start, std::uint32_t start_parent, std::vector<std::uint32_t>& out) {
   // Depth first over the alternatives, with an explicit stack (rule chains may be long).
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> work{{start, start_parent}};
+  auto& work = work_;
+  work.assign(1, {start, start_parent});
   while (!work.empty()) {
     auto [pos, parent] = work.back();
     work.pop_back();
@@ -387,11 +388,9 @@ std::uint32_t GrammarMatcher::intern(std::vector<std::uint32_t>& stacks) {
   return it->second;
 }
 
-std::uint32_t GrammarMatcher::step(std::uint32_t state, std::uint8_t byte) {
+std::uint32_t GrammarMatcher::compute_step(std::uint32_t state, std::uint8_t byte) {
   if (state == kDead) return kDead;
-  auto& row = next_[state];
-  if (row.empty()) row.assign(256, -1);
-  if (row[byte] >= 0) return static_cast<std::uint32_t>(row[byte]);
+  if (next_[state].empty()) next_[state].assign(256, -1);
   std::vector<std::uint32_t> out;
   for (const auto n : states_[state]) {
     if (n == kEmpty) continue;

@@ -115,8 +115,13 @@ class GrammarMatcher {
   const Grammar& grammar() const { return g_; }
 
   std::uint32_t initial() const { return initial_; }
-  // The state after one more byte (kDead once the text cannot be completed any more).
-  std::uint32_t step(std::uint32_t state, std::uint8_t byte);
+  // The state after one more byte (kDead once the text cannot be completed any more): a table lookup once
+  // computed.
+  std::uint32_t step(std::uint32_t state, std::uint8_t byte) {
+    const auto& row = next_[state];
+    if (!row.empty() && row[byte] >= 0) return static_cast<std::uint32_t>(row[byte]);
+    return compute_step(state, byte);
+  }
   std::uint32_t run(std::uint32_t state, std::string_view bytes) {
     for (const char c : bytes) {
       if (state == kDead) break;
@@ -140,14 +145,23 @@ class GrammarMatcher {
   std::uint32_t cons(std::uint32_t pos, std::uint32_t parent);
   void expand(std::uint32_t pos, std::uint32_t parent, std::vector<std::uint32_t>& out);
   std::uint32_t intern(std::vector<std::uint32_t>& stacks);
+  std::uint32_t compute_step(std::uint32_t state, std::uint8_t byte);
+  struct StacksHash {
+    std::size_t operator()(const std::vector<std::uint32_t>& v) const {
+      std::uint64_t h = 0x9E3779B97F4A7C15ull ^ v.size();
+      for (const auto x : v) h = (h ^ x) * 0x100000001B3ull + (h >> 29);
+      return static_cast<std::size_t>(h);
+    }
+  };
 
   Grammar g_;
   std::vector<Node> nodes_;
   std::unordered_map<std::uint64_t, std::uint32_t> node_index_;
   std::vector<std::vector<std::uint32_t>> states_;  // sorted stack nodes
-  std::map<std::vector<std::uint32_t>, std::uint32_t> state_index_;
+  std::unordered_map<std::vector<std::uint32_t>, std::uint32_t, StacksHash> state_index_;
   std::vector<std::vector<std::int32_t>> next_;  // per state, 256 entries (-1: not computed), empty until stepped
   std::vector<bool> accepting_, finished_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> work_;  // expand()'s scratch
   std::uint32_t initial_ = kDead;
 };
 
