@@ -13,6 +13,7 @@
 
 #include "engine/engine_stats.h"
 #include "engine/generation.h"
+#include "engine/grammar_constraint.h"
 #include "engine/memory_plan.h"
 #include "engine/prompt_cache.h"
 #include "engine/row_check.h"
@@ -81,6 +82,9 @@ class Engine {
   std::shared_ptr<const TokenConstraint> call_constraint(CallGrammar grammar) const;
   // A constraint that closes a reasoning block after its budget of tokens (engine/token_constraint.h).
   std::shared_ptr<const TokenConstraint> reasoning_budget(ReasoningBudget budget) const;
+  // Structured output: the reply held to `grammar` (after `after`, when set); engine/grammar_constraint.h.
+  std::shared_ptr<const TokenConstraint> grammar_constraint(std::shared_ptr<const grammar::Grammar> grammar,
+                                                            std::string after = {}) const;
 
   // Admits or queues a generation; text arrives on the returned stream. The prompt must fit the context (the
   // server checks and answers 400 otherwise); max_tokens is clipped to the context end. Throws AdmissionError
@@ -108,6 +112,8 @@ class Engine {
   mutable std::once_flag token_texts_once_;
   mutable std::shared_ptr<const TokenTexts> token_texts_;
   const std::shared_ptr<const TokenTexts>& decoded_tokens() const;  // token_texts_, decoded on first use
+  mutable std::once_flag vocabulary_once_;
+  mutable std::shared_ptr<const TokenVocabulary> vocabulary_;  // token bytes and their trie, on first use
   std::vector<std::int32_t> eos_ids_;
   std::int64_t context_ = 0;
   SamplingParams default_sampling_;

@@ -1,6 +1,7 @@
 // The engine's text side: the model's chat template, loaded once and rendered per request, and the prefix
 // call constraint built over its tokenizer.
 #include "engine/engine.h"
+#include "engine/grammar_constraint.h"
 #include "engine/token_constraint.h"
 #include "text/template/chat_template.h"
 
@@ -23,6 +24,12 @@ std::shared_ptr<const TokenConstraint> Engine::call_constraint(CallGrammar gramm
 
 std::shared_ptr<const TokenConstraint> Engine::reasoning_budget(ReasoningBudget budget) const {
   return make_reasoning_budget(decoded_tokens(), std::move(budget));
+}
+
+std::shared_ptr<const TokenConstraint> Engine::grammar_constraint(std::shared_ptr<const grammar::Grammar> grammar,
+                                                                  std::string after) const {
+  std::call_once(vocabulary_once_, [this] { vocabulary_ = token_vocabulary(*tokenizer_); });
+  return make_grammar_constraint(vocabulary_, *grammar, eos_ids_, std::move(after));
 }
 
 std::string Engine::render_chat(ChatInput input) const {

@@ -124,13 +124,7 @@ ChatRequest parse_chat_request(const nlohmann::ordered_json& body) {
   if (top && *top > 0 && !logprobs)
     throw invalid_request("Invalid 'top_logprobs': it needs 'logprobs' set to true.", "top_logprobs", "invalid_value");
   if (logprobs) r.sampling.logprobs = static_cast<int>(top.value_or(0));
-  if (const auto* rf = f.object("response_format")) {
-    const auto type = JsonFields(*rf, "response_format.").string("type");
-    if (type && *type != "text")
-      throw unsupported(fmt::format("'response_format' of type '{}' is not supported by this server (text only).",
-                                    *type),
-                        "response_format");
-  }
+  r.structured = parse_structured_output(f);
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "server/sampling_fields.h"
+#include "server/structured_fields.h"
 #include "server/tool_fields.h"
 
 namespace tf::server {
@@ -25,6 +26,7 @@ struct ChatRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::optional<std::string> user;
+  StructuredOutput structured;  // response_format json_object / json_schema, grammar, regex
 };
 
 ChatRequest parse_chat_request(const nlohmann::ordered_json& body);

@@ -1,5 +1,9 @@
 #include "server/chat_setup.h"
 
+#include <fmt/format.h>
+
+#include "server/api_error.h"
+
 namespace tf::server {
 
 ChatSetup prepare_chat(ApiContext& ctx, const ChatRequest& request, const std::string& param) {
@@ -22,6 +26,16 @@ ChatSetup prepare_chat(ApiContext& ctx, const ChatRequest& request, const std::s
     // A prompt that opened a reasoning block: the call comes after the block closes.
     if (s.reasoning.start_inside) s.tools.forced->after = s.reasoning.markers.close;
     s.generation.constraint = service.call_constraint(*s.tools.forced);
+  }
+  if (request.structured.grammar) {
+    if (s.tools.forced)
+      throw invalid_request(fmt::format("Invalid '{}': a structured reply cannot be combined with a forced tool call "
+                                        "(tool_choice 'required' or a named function).",
+                                        request.structured.param),
+                            request.structured.param, "invalid_value");
+    // A prompt that opened a reasoning block: the structured reply comes after the block closes.
+    s.generation.constraint = service.grammar_constraint(
+        request.structured.grammar, s.reasoning.start_inside ? s.reasoning.markers.close : std::string());
   }
   const auto budget = request.thinking_budget.value_or(ctx.options().reasoning_budget);
   if (budget > 0)

@@ -118,6 +118,7 @@ CompletionRequest parse_completion_request(const nlohmann::ordered_json& body) {
   if (const auto* so = f.object("stream_options"))
     r.include_usage = JsonFields(*so, "stream_options.").boolean("include_usage").value_or(false);
   r.user = f.string("user");
+  r.structured = parse_structured_output(f);
   return r;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "server/sampling_fields.h"
+#include "server/structured_fields.h"
 
 namespace tf::server {
 
@@ -24,6 +25,7 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;
   std::optional<std::string> user;
+  StructuredOutput structured;  // response_format json_object / json_schema, grammar, regex
 };
 
 // prompt: a string, a list of token ids, or a list (at most 128) of strings and token-id lists. suffix is

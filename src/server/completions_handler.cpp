@@ -106,6 +106,7 @@ void handle_completions(ApiContext& ctx, const httplib::Request& req, httplib::R
     const std::string param = several ? fmt::format("prompt[{}]", p) : std::string("prompt");
     plans.push_back(plan_generation(service, ctx.options(), prompt_tokens(service, request.prompts[p], param),
                                     request.sampling, "prompt"));
+    if (request.structured.grammar) plans.back().constraint = service.grammar_constraint(request.structured.grammar, {});
     // best_of ranks candidates by their tokens' log-probabilities.
     if (candidates > n) plans.back().logprobs = std::max(plans.back().logprobs, 0);
   }

@@ -31,6 +31,11 @@ std::shared_ptr<const TokenConstraint> EngineService::reasoning_budget(Reasoning
   return engine_.reasoning_budget(std::move(budget));
 }
 
+std::shared_ptr<const TokenConstraint> EngineService::grammar_constraint(
+    std::shared_ptr<const grammar::Grammar> grammar, std::string after) const {
+  return engine_.grammar_constraint(std::move(grammar), std::move(after));
+}
+
 std::vector<std::int32_t> EngineService::tokenize(const std::string& text, bool add_special) const {
   return engine_.tokenize(text, add_special);
 }

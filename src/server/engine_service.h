@@ -17,6 +17,8 @@ class EngineService final : public InferenceService {
   std::vector<std::string> token_strings(std::span<const std::int32_t> ids) const override;
   std::shared_ptr<const TokenConstraint> call_constraint(CallGrammar grammar) const override;
   std::shared_ptr<const TokenConstraint> reasoning_budget(ReasoningBudget budget) const override;
+  std::shared_ptr<const TokenConstraint> grammar_constraint(std::shared_ptr<const grammar::Grammar> grammar,
+                                                            std::string after) const override;
   std::shared_ptr<GenerationStream> submit(GenerationRequest request) override;
   EngineStats stats() const override { return engine_.stats(); }
 

@@ -34,6 +34,9 @@ class InferenceService {
   virtual std::shared_ptr<const TokenConstraint> call_constraint(CallGrammar grammar) const = 0;
   // A constraint that closes the reply's reasoning block after its budget of tokens.
   virtual std::shared_ptr<const TokenConstraint> reasoning_budget(ReasoningBudget budget) const = 0;
+  // A constraint that holds the reply to a grammar (structured output), from after `after` when set.
+  virtual std::shared_ptr<const TokenConstraint> grammar_constraint(std::shared_ptr<const grammar::Grammar> grammar,
+                                                                    std::string after) const = 0;
   virtual std::shared_ptr<GenerationStream> submit(GenerationRequest request) = 0;
   // Totals since start, for /health.
   virtual EngineStats stats() const = 0;

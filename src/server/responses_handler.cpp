@@ -233,6 +233,7 @@ void handle_create_response(ApiContext& ctx, const httplib::Request& req, httpli
   chat.template_kwargs = request.template_kwargs;
   chat.sampling = request.sampling;
   chat.tools = request.tools;
+  chat.structured = request.structured;
   auto setup = prepare_chat(ctx, chat, "input");
   auto reader = setup.reader(chat);
   auto& plan = setup.generation;

@@ -165,13 +165,7 @@ ResponsesRequest parse_responses_request(const nlohmann::ordered_json& body) {
   if (auto top = f.integer("top_logprobs", 0, 20); top && *top > 0)
     throw unsupported("'top_logprobs' is not supported by this server.", "top_logprobs");
   if (const auto* text = f.object("text")) {
-    if (const auto* format = JsonFields(*text, "text.").object("format")) {
-      const auto type = JsonFields(*format, "text.format.").string("type");
-      if (type && *type != "text")
-        throw unsupported(fmt::format("'text.format' of type '{}' is not supported by this server (text only).",
-                                      *type),
-                          "text.format");
-    }
+    if (const auto* format = JsonFields(*text, "text.").object("format")) r.structured = parse_text_format(*format);
   }
   if (auto n = f.integer("n", 1, 128); n && *n != 1)
     throw invalid_request("Invalid 'n': this server generates one output per request.", "n", "unsupported_value");

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "server/sampling_fields.h"
+#include "server/structured_fields.h"
 #include "server/tool_fields.h"
 
 namespace tf::server {
@@ -27,6 +28,7 @@ struct ResponsesRequest {
   // tools ({"type": "function", "name", "description", "parameters"}), tool_choice ("auto", "none", "required",
   // {"type": "function", "name"}), parallel_tool_calls: read as chat completions reads them.
   ToolSettings tools;
+  StructuredOutput structured;  // text.format json_object / json_schema
   // The input item each message came from (input[i]), for errors about the tool turns.
   std::vector<std::size_t> input_index;
 };

@@ -241,6 +241,10 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) c
   return impl_->decode(ids.data(), ids.size(), skip_special, false);
 }
 
+std::string Tokenizer::decode_bytes(std::span<const int32_t> ids) const {
+  return impl_->decode(ids.data(), ids.size(), false, true);
+}
+
 IncrementalDecoder Tokenizer::incremental_decoder(bool skip_special) const { return IncrementalDecoder(impl_, skip_special); }
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const { return impl_->vocab.find(token); }

@@ -49,6 +49,10 @@ class Tokenizer {
   // skip_special_tokens). Ids outside the vocabulary are skipped, as HF does.
   std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
 
+  // decode() without its last step: byte-level and byte-fallback pieces stay raw bytes, so an unfinished UTF-8
+  // character is its bytes, not U+FFFD (what a grammar reads of a token).
+  std::string decode_bytes(std::span<const int32_t> ids) const;
+
   // A streaming decoder that returns only whole UTF-8 characters; see IncrementalDecoder.
   IncrementalDecoder incremental_decoder(bool skip_special = false) const;
 

@@ -10,9 +10,11 @@
 #include "engine/keyed_noise.h"
 #include "engine/sampler.h"
 #include "engine/stream_decoder.h"
+#include "engine/grammar_constraint.h"
 #include "engine/token_constraint.h"
 #include "fake_logits.h"
 #include "families/model.h"
+#include "text/grammar/json_schema.h"
 #include "text/tool_calls/json_scanner.h"
 
 namespace tf {
@@ -420,6 +422,53 @@ TEST(DecodeLoop, TheCallConstraintHoldsArgumentKeysToTheSchema) {
   EXPECT_EQ(allowed({0, 1, 5}), (std::vector<int>{7}));
   EXPECT_EQ(allowed({0, 1, 5, 7, 8, 9}), (std::vector<int>{10}));
   EXPECT_EQ(allowed({0, 1, 9, 10}), (std::vector<int>{11}));  // complete: only the end
+}
+
+// Structured output over a toy vocabulary: the replies are JSON of the schema (complete ones end with EOS), and
+// drafted equals serial, the grammar masking every verify row by its own prefix.
+TEST(DecodeLoop, AGrammarConstraintHoldsRepliesToASchemaAndDraftedEqualsSerial) {
+  std::vector<std::string> words = {"{", "}", "\"", "a", "b", "\"a\"", "\"b\"", ":", ",", " ", "1", "2", "-",
+                                    "true", "[", "]", "\"a\": ", "{\"", "\\", "n", "\n", "x", "\xC3\xA9", "\xC3",
+                                    "\xA9", "0", ".", "\"]", "\",", "1}", "\"\"", "EOS"};
+  ASSERT_EQ(words.size(), static_cast<std::size_t>(kVocab));
+  const std::int32_t eos = kVocab - 1;
+  const auto schema = nlohmann::ordered_json::parse(R"({"type": "object", "properties": {
+      "a": {"type": "integer"}, "b": {"type": "array", "items": {"type": "string", "maxLength": 3}, "maxItems": 3}},
+      "required": ["a", "b"]})");
+  const auto vocabulary = token_vocabulary(words, {eos});
+  const auto constraint = make_grammar_constraint(vocabulary, grammar::json_schema_grammar(schema), {eos});
+  // The first row: whitespace or an opening brace, nothing else (no EOS: the reply is not complete).
+  std::vector<float> first(static_cast<std::size_t>(kVocab), 0.0f);
+  constraint->mask({}, first);
+  std::vector<std::string> allowed;
+  for (std::size_t i = 0; i < first.size(); ++i)
+    if (first[i] == 0.0f) allowed.push_back(words[i]);
+  EXPECT_EQ(allowed, (std::vector<std::string>{"{", " ", "{\"", "\n"}));
+  int completed = 0;
+  for (float temperature : {0.0f, 0.7f, 1.0f, 1.5f}) {
+    SamplingParams sp;
+    sp.temperature = temperature;
+    const Outcome serial = run_decode(sp, 0, nullptr, 80, {eos}, false, false, nullptr, nullptr, constraint.get());
+    std::string text;
+    for (const auto t : serial.tokens) text += words[static_cast<std::size_t>(t)];
+    grammar::GrammarMatcher m(grammar::json_schema_grammar(schema));
+    const auto state = m.run(m.initial(), text);
+    ASSERT_NE(state, grammar::GrammarMatcher::kDead) << text;
+    if (serial.finish == FinishReason::Stop) {
+      ++completed;
+      EXPECT_TRUE(m.accepting(state)) << text;
+      EXPECT_NO_THROW((void)nlohmann::json::parse(text)) << text;
+    }
+    for (int error_every : {0, 2}) {
+      OracleDrafter d(serial.tokens, 8, error_every);
+      const Outcome drafted = run_decode(sp, 6, &d, 80, {eos}, true, false, nullptr, nullptr, constraint.get());
+      EXPECT_EQ(drafted.tokens, serial.tokens) << "T " << temperature;
+      EXPECT_EQ(drafted.finish, serial.finish);
+    }
+  }
+  EXPECT_GT(completed, 0) << "no reply completed its JSON";
+  const auto stats = grammar_mask_stats(*constraint);
+  EXPECT_GT(stats.cached, 0);  // states met again take their mask from the cache
 }
 
 // The reasoning budget: the block holds exactly `budget` tokens, then the close is forced; drafted equals

@@ -59,6 +59,16 @@ class FakeService : public InferenceService {
     last_budget = std::move(budget);
     return std::make_shared<Unmasked>();
   }
+  // Records the grammar; masks nothing.
+  std::shared_ptr<const TokenConstraint> grammar_constraint(std::shared_ptr<const grammar::Grammar> grammar,
+                                                            std::string after) const override {
+    struct Unmasked final : TokenConstraint {
+      void mask(std::span<const std::int32_t>, std::span<float>) const override {}
+    };
+    last_structured = std::move(grammar);
+    last_after = std::move(after);
+    return std::make_shared<Unmasked>();
+  }
   std::vector<std::int32_t> tokenize(const std::string& text, bool add_special) const override {
     std::vector<std::int32_t> ids;
     if (add_special) ids.push_back(1);
@@ -130,6 +140,8 @@ class FakeService : public InferenceService {
   mutable std::string last_rendered;
   mutable CallGrammar last_grammar;
   mutable std::optional<ReasoningBudget> last_budget;
+  mutable std::shared_ptr<const grammar::Grammar> last_structured;
+  mutable std::string last_after;
   // The template text reported to the server: no tool markers (the server describes tools itself).
   std::string template_source = "{% for m in messages %}{{ m.content }}{% endfor %}";
 

@@ -202,7 +202,15 @@ TEST(ChatRequest, RefusesWrongTypesAndRanges) {
       {{{"logit_bias", {{"-5", 1}}}}, "logit_bias"},
       {{{"logit_bias", {{"5", 101}}}}, "logit_bias.5"},
       {{{"logit_bias", {{"5", "1"}}}}, "logit_bias.5"},
-      {{{"response_format", {{"type", "json_object"}}}}, "response_format"},
+      {{{"response_format", {{"type", "xml"}}}}, "response_format.type"},
+      {{{"response_format", {{"type", "json_schema"}}}}, "response_format.json_schema"},
+      {{{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "string"}, {"not", 1}}}}}}}},
+       "response_format.json_schema.schema"},
+      {{{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {}}, {"strict", 1}}}}}},
+       "response_format.json_schema.strict"},
+      {{{"grammar", "root ::= nothing"}}, "grammar"},
+      {{{"regex", "(?!a)"}}, "regex"},
+      {{{"regex", "a"}, {"response_format", {{"type", "json_object"}}}}, "response_format"},
       {{{"tool_choice", "required"}}, "tool_choice"},
   };
   for (const auto& [extra, param] : cases) {
@@ -223,6 +231,26 @@ TEST(ChatRequest, AcceptsHarmlessDefaults) {
       chat({{"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}}, {"tool_choice", "none"}}));
   EXPECT_EQ(none.tools.specs.size(), 1u);
   EXPECT_FALSE(none.tools.active());
+}
+
+TEST(ChatRequest, StructuredOutputCompilesToAGrammar) {
+  EXPECT_FALSE(parse_chat_request(chat({{"response_format", {{"type", "text"}}}})).structured.grammar);
+  const auto object = parse_chat_request(chat({{"response_format", {{"type", "json_object"}}}}));
+  ASSERT_TRUE(object.structured.grammar);
+  EXPECT_EQ(object.structured.kind, "json_object");
+  const auto schema = parse_chat_request(chat({{"response_format",
+                                                {{"type", "json_schema"},
+                                                 {"json_schema", {{"name", "n"}, {"strict", true},
+                                                                  {"schema", {{"type", "object"}}}}}}}}));
+  ASSERT_TRUE(schema.structured.grammar);
+  EXPECT_EQ(schema.structured.param, "response_format.json_schema.schema");
+  EXPECT_EQ(parse_chat_request(chat({{"regex", "[0-9]+"}})).structured.kind, "regex");
+  EXPECT_EQ(parse_chat_request(chat({{"grammar", "root ::= \"a\""}})).structured.kind, "grammar");
+  const auto e = expect_error([&] {
+    parse_chat_request(chat({{"response_format", {{"type", "json_schema"},
+                                                  {"json_schema", {{"schema", {{"type", "integer"}, {"multipleOf", 2}}}}}}}}));
+  });
+  EXPECT_NE(std::string(e.what()).find("'multipleOf'"), std::string::npos) << e.what();
 }
 
 TEST(ChatRequest, SamplingSurface) {
@@ -350,7 +378,10 @@ TEST(ResponsesRequest, RefusesWhatItCannotServe) {
       {{{"input", "x"}, {"tools", {"f"}}}, "tools[0]"},
       {{{"input", "x"}, {"tool_choice", {{"type", nullptr}}}}, "tool_choice.name"},
       {{{"input", "x"}, {"background", true}}, "background"},
-      {{{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}}}}}}, "text.format"},
+      {{{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}}}}}}, "text.format.schema"},
+      {{{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}, {"schema", {{"type", "object"}, {"minProperties", 1}}}}}}}},
+       "text.format.schema"},
+      {{{"input", "x"}, {"text", {{"format", {{"type", "yaml"}}}}}}, "text.format.type"},
       {{{"input", "x"}, {"metadata", {{"k", 5}}}}, "metadata"},
   };
   for (const auto& [body, param] : cases) {

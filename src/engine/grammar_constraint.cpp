@@ -1,0 +1,207 @@
+#include "engine/grammar_constraint.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+
+#include "text/tokenizer/tokenizer.h"
+
+namespace tf {
+
+namespace {
+
+// Bounds on one constraint's caches: matcher states (each up to 1 KiB of transitions) and masks (a bit per
+// token). Past either, both are dropped before the next row (a mask is then recomputed, the same mask).
+constexpr std::size_t kMaxStates = 32768;
+constexpr std::size_t kMaxMaskBytes = std::size_t{64} << 20;
+
+using Bits = std::vector<std::uint64_t>;
+
+class GrammarConstraint final : public TokenConstraint {
+ public:
+  GrammarConstraint(std::shared_ptr<const TokenVocabulary> v, grammar::Grammar g, std::vector<std::int32_t> eos,
+                    std::string after)
+      : v_(std::move(v)), m_(std::move(g)), eos_(std::move(eos)), after_(std::move(after)) {
+    words_ = (v_->bytes.size() + 63) / 64;
+  }
+
+  void mask(std::span<const std::int32_t> generated, std::span<float> logits) const override {
+    std::lock_guard lock(mu_);
+    if (m_.states() > kMaxStates || masks_.size() * words_ * 8 > kMaxMaskBytes) {
+      m_.reset();
+      masks_.clear();
+    }
+    std::string text;
+    for (const auto id : generated)
+      if (id >= 0 && static_cast<std::size_t>(id) < v_->bytes.size()) text += v_->bytes[static_cast<std::size_t>(id)];
+    std::string_view rest = text;
+    if (!after_.empty()) {
+      const auto end = text.find(after_);
+      if (end == std::string::npos) return;  // still free (reasoning)
+      rest.remove_prefix(end + after_.size());
+    }
+    const auto state = m_.run(m_.initial(), rest);
+    if (state == grammar::GrammarMatcher::kDead) return;  // off the grammar already: nothing to hold to
+    auto it = masks_.find(state);
+    if (it == masks_.end()) {
+      it = masks_.emplace(state, walk(state)).first;
+      ++stats_.walks;
+    } else {
+      ++stats_.cached;
+    }
+    stats_.states = static_cast<std::int64_t>(m_.states());
+    const Bits& allowed = it->second;
+    if (std::all_of(allowed.begin(), allowed.end(), [](std::uint64_t w) { return w == 0; })) return;
+    constexpr float kNone = -std::numeric_limits<float>::infinity();
+    const std::size_t n = logits.size();
+    for (std::size_t w = 0; w * 64 < n; ++w) {
+      const std::uint64_t bits = w < allowed.size() ? allowed[w] : 0;
+      if (bits == ~std::uint64_t{0}) continue;
+      const std::size_t end = std::min(n, w * 64 + 64);
+      for (std::size_t id = w * 64; id < end; ++id)
+        if (!((bits >> (id - w * 64)) & 1)) logits[id] = kNone;
+    }
+  }
+
+  GrammarMaskStats stats() const {
+    std::lock_guard lock(mu_);
+    return stats_;
+  }
+
+ private:
+  // The tokens the grammar can read from `state`: one pass over the trie in depth-first order, skipping the
+  // subtree of every node where the grammar dies.
+  Bits walk(std::uint32_t state) const {
+    Bits bits(words_, 0);
+    const auto& v = *v_;
+    std::vector<std::uint32_t> at(v.max_depth + 1);
+    at[0] = state;
+    const std::size_t nodes = v.byte.size();
+    for (std::size_t i = 1; i < nodes;) {
+      const auto d = v.depth[i];
+      const auto s = m_.step(at[d - 1u], v.byte[i]);
+      if (s == grammar::GrammarMatcher::kDead) {
+        i = v.skip[i];
+        continue;
+      }
+      at[d] = s;
+      for (auto k = v.token_first[i]; k < v.token_first[i + 1]; ++k) {
+        const auto id = static_cast<std::size_t>(v.token_ids[k]);
+        bits[id / 64] |= std::uint64_t{1} << (id % 64);
+      }
+      ++i;
+    }
+    // The end tokens end the reply whatever their text: allowed exactly when the grammar is complete.
+    const bool end = m_.accepting(state);
+    for (const auto id : eos_) {
+      if (id < 0 || static_cast<std::size_t>(id) >= v.bytes.size()) continue;
+      const auto bit = std::uint64_t{1} << (static_cast<std::size_t>(id) % 64);
+      auto& word = bits[static_cast<std::size_t>(id) / 64];
+      word = end ? (word | bit) : (word & ~bit);
+    }
+    return bits;
+  }
+
+  std::shared_ptr<const TokenVocabulary> v_;
+  mutable std::mutex mu_;
+  mutable grammar::GrammarMatcher m_;
+  mutable std::unordered_map<std::uint32_t, Bits> masks_;
+  mutable GrammarMaskStats stats_;
+  std::vector<std::int32_t> eos_;
+  std::string after_;
+  std::size_t words_ = 0;
+};
+
+std::shared_ptr<TokenVocabulary> build_trie(std::vector<std::string> bytes, const std::vector<bool>& excluded) {
+  auto v = std::make_shared<TokenVocabulary>();
+  // Sorted byte strings give the trie's depth-first order directly.
+  std::vector<std::int32_t> order;
+  for (std::size_t id = 0; id < bytes.size(); ++id)
+    if (!bytes[id].empty() && !(id < excluded.size() && excluded[id])) order.push_back(static_cast<std::int32_t>(id));
+  std::sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
+    const auto& x = bytes[static_cast<std::size_t>(a)];
+    const auto& y = bytes[static_cast<std::size_t>(b)];
+    return x != y ? x < y : a < b;
+  });
+  v->byte.push_back(0);
+  v->depth.push_back(0);
+  v->token_first.push_back(0);
+  std::vector<std::uint32_t> path{0};  // the nodes of the current string, by depth
+  std::string current;
+  for (const auto id : order) {
+    const std::string& s = bytes[static_cast<std::size_t>(id)];
+    if (s.size() > 65000) continue;
+    std::size_t common = 0;
+    while (common < current.size() && common < s.size() && current[common] == s[common]) ++common;
+    path.resize(common + 1);
+    for (std::size_t k = common; k < s.size(); ++k) {
+      path.push_back(static_cast<std::uint32_t>(v->byte.size()));
+      v->byte.push_back(static_cast<std::uint8_t>(s[k]));
+      v->depth.push_back(static_cast<std::uint16_t>(k + 1));
+      v->token_first.push_back(static_cast<std::uint32_t>(v->token_ids.size()));
+    }
+    current = s;
+    v->token_ids.push_back(id);  // at the last node (the nodes' token ranges are fixed below)
+    v->max_depth = std::max(v->max_depth, s.size());
+  }
+  // token_first[i] was set when node i was made, before its own token: tokens of node i are those pushed
+  // between its creation and the next node's creation. Close the ranges and find each subtree's end.
+  const std::size_t n = v->byte.size();
+  v->token_first.push_back(static_cast<std::uint32_t>(v->token_ids.size()));
+  v->skip.assign(n, static_cast<std::uint32_t>(n));
+  std::vector<std::uint32_t> open;  // nodes whose subtree is not closed yet
+  for (std::size_t i = 0; i < n; ++i) {
+    while (!open.empty() && v->depth[open.back()] >= v->depth[i]) {
+      v->skip[open.back()] = static_cast<std::uint32_t>(i);
+      open.pop_back();
+    }
+    open.push_back(static_cast<std::uint32_t>(i));
+  }
+  v->bytes = std::move(bytes);
+  return v;
+}
+
+}  // namespace
+
+std::shared_ptr<const TokenVocabulary> token_vocabulary(std::vector<std::string> bytes,
+                                                        const std::vector<std::int32_t>& excluded) {
+  std::vector<bool> out(bytes.size(), false);
+  for (const auto id : excluded)
+    if (id >= 0 && static_cast<std::size_t>(id) < out.size()) out[static_cast<std::size_t>(id)] = true;
+  return build_trie(std::move(bytes), out);
+}
+
+std::shared_ptr<const TokenVocabulary> token_vocabulary(const Tokenizer& tokenizer) {
+  const std::size_t n = tokenizer.vocab_size();
+  std::vector<std::string> bytes(n);
+  std::vector<bool> excluded(n, false);
+  for (std::size_t id = 0; id < n; ++id) {
+    const auto i = static_cast<std::int32_t>(id);
+    // A token's own bytes: decoders that treat the first token apart (a leading space stripped) do so for
+    // the first of two alike only, so the second copy is the token as it reads inside a text.
+    const std::int32_t two[] = {i, i};
+    const std::int32_t one[] = {i};
+    const auto both = tokenizer.decode_bytes(two);
+    const auto first = tokenizer.decode_bytes(one);
+    bytes[id] = both.size() >= first.size() ? both.substr(first.size()) : first;
+    excluded[id] = tokenizer.is_special(i);
+  }
+  return build_trie(std::move(bytes), excluded);
+}
+
+std::shared_ptr<const TokenConstraint> make_grammar_constraint(std::shared_ptr<const TokenVocabulary> vocabulary,
+                                                               grammar::Grammar grammar, std::vector<std::int32_t> eos,
+                                                               std::string after) {
+  return std::make_shared<GrammarConstraint>(std::move(vocabulary), std::move(grammar), std::move(eos),
+                                             std::move(after));
+}
+
+GrammarMaskStats grammar_mask_stats(const TokenConstraint& constraint) {
+  const auto* g = dynamic_cast<const GrammarConstraint*>(&constraint);
+  return g ? g->stats() : GrammarMaskStats{};
+}
+
+}  // namespace tf
