@@ -199,6 +199,34 @@ def test_responses_include_output_text_logprobs(client, server, build_dir, defau
     assert response_records(got.output[0].content[0]) == records
 
 
+def test_responses_logprobs_with_tools_streamed_and_not(client, server):
+    """With tools the stream's items are found as the reply goes (reasoning, message, calls): the message part
+    still carries every generated token's record, streamed as not, and the deltas carry them in order."""
+    body = {"model": MODEL, "input": "Say hello to me in one short sentence.", "max_output_tokens": 10,
+            "temperature": 0, "include": ["message.output_text.logprobs"], "top_logprobs": 2,
+            "tools": [{"type": "function", "name": "get_weather", "description": "Weather of a city",
+                       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]}
+    whole = server.raw("POST", "/v1/responses", body)
+    assert whole.status == 200, whole.body
+    messages = [o for o in whole.json()["output"] if o["type"] == "message"]
+    r = server.raw("POST", "/v1/responses", {**body, "stream": True})
+    assert r.status == 200
+    deltas, final = [], None
+    for name, data in sse_events(r.body):
+        if name == "response.output_text.delta":
+            deltas += json.loads(data)["logprobs"]
+        elif name in ("response.completed", "response.incomplete"):
+            final = json.loads(data)["response"]
+    streamed = [o for o in final["output"] if o["type"] == "message"]
+    assert [m["content"][0]["logprobs"] for m in streamed] == [m["content"][0]["logprobs"] for m in messages]
+    assert messages, "the reply had no message to carry records"
+    records = messages[0]["content"][0]["logprobs"]
+    assert len(records) == whole.json()["usage"]["output_tokens"] and deltas
+    assert deltas == [{"token": e["token"], "logprob": e["logprob"],
+                       "top_logprobs": [{"token": t["token"], "logprob": t["logprob"]} for t in e["top_logprobs"]]}
+                      for e in records[: len(deltas)]]
+
+
 def test_responses_without_include_carry_no_logprobs(client):
     r = client.responses.create(model=MODEL, input="Say hi.", max_output_tokens=4, temperature=0)
     assert r.output[0].content[0].logprobs == []
