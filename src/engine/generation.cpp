@@ -45,6 +45,16 @@ void GenerationStream::push_logprob(TokenLogprob record) {
   logprobs_.push_back(std::move(record));
 }
 
+std::vector<TokenLogprob> GenerationStream::prompt_logprobs() const {
+  std::lock_guard lock(mu_);
+  return prompt_logprobs_;
+}
+
+void GenerationStream::set_prompt_logprobs(std::vector<TokenLogprob> records) {
+  std::lock_guard lock(mu_);
+  prompt_logprobs_ = std::move(records);
+}
+
 void GenerationStream::push(std::string text) {
   if (text.empty()) return;
   {

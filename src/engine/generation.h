@@ -25,6 +25,12 @@ struct GenerationRequest {
   std::shared_ptr<const TokenConstraint> constraint;  // masks every sampled row (tool_choice required/named)
   LogitAdjustments adjust;                            // logit_bias and penalties
   int logprobs = -1;  // >= 0: record each token's log-probability and this many alternatives
+  // Prompt scoring (completions' echo with logprobs): each prompt token after the first gets its
+  // log-probability under the model's raw distribution (the log-softmax of its row's logits at temperature 1:
+  // no sampling settings, logit_bias or penalties apply to the prompt) and max(logprobs, 0) alternatives.
+  // Prefill then computes every prompt row's logits, which it does only for these requests.
+  bool prompt_logprobs = false;
+  bool generate = true;  // false: prefill only, no token generated (echo with max_tokens 0); finish is Length
 };
 
 enum class FinishReason { Stop, Length, Cancelled, Error };
@@ -39,6 +45,7 @@ struct GenerationResult {
   std::int64_t drafted = 0, accepted = 0, rounds = 0;
   std::vector<std::int32_t> token_ids;  // every generated token, in order (stop strings included)
   std::vector<TokenLogprob> logprobs;   // one per token of token_ids, when the request asked for them
+  std::vector<TokenLogprob> prompt_logprobs;  // prompt_logprobs: one per prompt token after the first
   std::string error;  // set when finish == Error
 };
 
@@ -54,10 +61,13 @@ class GenerationStream {
   bool cancelled() const;
   // The log-probability records pushed since the last call (each pushed before its token's text).
   std::vector<TokenLogprob> take_logprobs();
+  // The prompt's records (GenerationRequest::prompt_logprobs), set when prefill ends, before any text.
+  std::vector<TokenLogprob> prompt_logprobs() const;
 
   // Engine side.
   void push(std::string text);
   void push_logprob(TokenLogprob record);
+  void set_prompt_logprobs(std::vector<TokenLogprob> records);
   void close(GenerationResult result);
 
  private:
@@ -65,6 +75,7 @@ class GenerationStream {
   std::condition_variable cv_;
   std::deque<std::string> pieces_;
   std::vector<TokenLogprob> logprobs_;
+  std::vector<TokenLogprob> prompt_logprobs_;
   bool closed_ = false;
   bool cancel_ = false;
   GenerationResult result_;

@@ -9,6 +9,7 @@
 #include "engine/drafting/context_copy.h"
 #include "engine/drafting/mtp_drafter.h"
 #include "engine/prompt_cache.h"
+#include "engine/prompt_scoring.h"
 #include "engine/stop_matcher.h"
 #include "engine/stream_decoder.h"
 #include "families/model.h"
@@ -28,6 +29,7 @@ struct Scheduler::Stream {
   ChunkPlan plan;
   std::vector<std::int64_t> retain;  // plan positions whose state goes into the prompt cache
   std::vector<float> logits;   // the last prefill chunk's last row
+  std::vector<TokenLogprob> prompt_logprobs;  // request.prompt_logprobs: the records of the rows run so far
   std::unique_ptr<DraftSource> drafts;  // null: the request decodes serially
   DecodeSettings settings;              // sampling and seed from admission on, the rest from the end of prefill
   // From the end of prefill on:
@@ -52,6 +54,7 @@ Scheduler::~Scheduler() {
 
 std::int64_t Scheduler::request_tokens(const GenerationRequest& r) const {
   const auto prompt = static_cast<std::int64_t>(r.prompt.size());
+  if (!r.generate) return prompt;
   std::int64_t room = std::max<std::int64_t>(options_.context - prompt, 0);
   if (r.max_tokens > 0) room = std::min(room, r.max_tokens);
   return prompt + room;
@@ -61,6 +64,10 @@ std::shared_ptr<GenerationStream> Scheduler::submit(GenerationRequest request) {
   auto s = std::make_unique<Stream>();
   const auto tokens = request_tokens(request);
   s->reserved = options_.memory.request_bytes(tokens);
+  if (request.prompt_logprobs)
+    s->reserved += prompt_scoring_bytes(
+        std::min<std::int64_t>(static_cast<std::int64_t>(request.prompt.size()), options_.plan.chunk),
+        model_.info().vocab);
   s->request = std::move(request);
   s->out = std::make_shared<GenerationStream>();
   s->submitted = Clock::now();
@@ -216,7 +223,9 @@ void Scheduler::prefill_chunk() {
   try {
     if (!s.state) {
       if (prompt.empty()) throw std::invalid_argument("empty prompt");
-      if (n >= options_.context) throw std::invalid_argument("prompt does not fit the context");
+      // A prompt that is only scored may fill the context; one that generates needs a position after it.
+      if (n > options_.context || (n == options_.context && s.request.generate))
+        throw std::invalid_argument("prompt does not fit the context");
       s.state = model_.new_state();
       s.settings.sampling = s.request.sampling;
       s.settings.seed = s.request.seed ? *s.request.seed : seed_from_prompt(prompt);
@@ -228,7 +237,14 @@ void Scheduler::prefill_chunk() {
     const auto len = end - s.prefilled;
     const auto tokens = std::span<const std::int32_t>(prompt).subspan(static_cast<std::size_t>(s.prefilled),
                                                                        static_cast<std::size_t>(len));
-    if (s.drafts && s.drafts->wants_hidden()) {  // the draft head's state follows the prompt too
+    const bool wants_hidden = s.drafts && s.drafts->wants_hidden();  // the draft head follows the prompt too
+    if (s.request.prompt_logprobs) {
+      std::vector<float> rows, hidden;
+      s.logits = model_.forward_scored(*s.state, tokens, rows, wants_hidden ? &hidden : nullptr);
+      score_prompt_rows(rows, static_cast<std::size_t>(model_.info().vocab), prompt, s.prefilled, s.request.logprobs,
+                        s.prompt_logprobs);
+      if (wants_hidden) s.drafts->observe(prompt, s.prefilled, hidden, len);
+    } else if (wants_hidden) {
       std::vector<float> hidden;
       s.logits = model_.forward_hidden(*s.state, tokens, 1, hidden);
       s.drafts->observe(prompt, s.prefilled, hidden, len);
@@ -240,6 +256,12 @@ void Scheduler::prefill_chunk() {
       options_.prompt_cache->insert(std::span<const std::int32_t>(prompt).first(static_cast<std::size_t>(s.prefilled)),
                                     s.state->snapshot());
     if (s.prefilled < n) return;
+    if (s.request.prompt_logprobs) s.out->set_prompt_logprobs(s.prompt_logprobs);  // before any text
+    if (!s.request.generate) {
+      finish(s, FinishReason::Length);
+      prefilling_.pop_front();
+      return;
+    }
     start_decoding(s);
   } catch (const std::exception& e) {
     finish(s, FinishReason::Error, e.what());
@@ -257,7 +279,10 @@ void Scheduler::start_prefill(Stream& s) {
   // An MTP head's own state follows every prompt row's hidden state, which a restored prefix never had.
   if (cache == nullptr || !cache->enabled() || (s.drafts && s.drafts->wants_hidden())) return;
   const auto& starts = s.plan.message_starts;
-  if (const auto hit = cache->lookup(prompt, starts); hit.state) {
+  // Prompt scoring needs every prompt row's logits, and a restored prefix has none (a snapshot holds the
+  // state, not the rows that built it), so such a request prefills from the start. Its states are those of a
+  // plain prefill (scoring only adds an output projection), so it may still fill the cache below.
+  if (const auto hit = s.request.prompt_logprobs ? PromptCache::Hit{} : cache->lookup(prompt, starts); hit.state) {
     try {
       s.state->restore(*hit.state);
       s.prefilled = s.cached = hit.tokens;
@@ -384,6 +409,7 @@ void Scheduler::finish(Stream& s, FinishReason reason, const std::string& error)
   result.error = error;
   result.prompt_tokens = static_cast<std::int64_t>(s.request.prompt.size());
   result.cached_tokens = s.cached;
+  result.prompt_logprobs = std::move(s.prompt_logprobs);
   if (s.decoder) {
     const auto& c = s.decoder->counters();
     result.completion_tokens = c.emitted;

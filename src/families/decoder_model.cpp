@@ -52,6 +52,20 @@ std::vector<float> DecoderModel::forward_hidden(SequenceState& state, std::span<
   return out;
 }
 
+std::vector<float> DecoderModel::forward_scored(SequenceState& state, std::span<const std::int32_t> tokens,
+                                                std::vector<float>& every_row, std::vector<float>* hidden) {
+  // The decode row through the one-row projection, exactly as forward(..., 1); every row's logits from the
+  // normed hidden rows of the same pass (the state is written once).
+  const DecoderPart part = part_of(state, tokens);
+  Tensor rows;
+  const Tensor last = decoder_logits(backend_, w_, std::span<const DecoderPart>(&part, 1), 1, &rows);
+  const Tensor all = backend_.linear(rows, w_.output);  // recorded before any result is read: one pass
+  auto out = backend_.to_host(last);
+  every_row = backend_.to_host(all);
+  if (hidden != nullptr) *hidden = backend_.to_host(rows);
+  return out;
+}
+
 std::vector<std::int32_t> DecoderModel::forward_greedy(SequenceState& state, std::span<const std::int32_t> tokens,
                                                        std::int64_t rows) {
   return backend_.argmax_rows(logits(state, tokens, rows));

@@ -29,6 +29,8 @@ class DecoderModel final : public Model {
   std::vector<float> forward(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t logit_rows) override;
   std::vector<float> forward_hidden(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t logit_rows,
                                     std::vector<float>& hidden) override;
+  std::vector<float> forward_scored(SequenceState& state, std::span<const std::int32_t> tokens,
+                                    std::vector<float>& every_row, std::vector<float>* hidden) override;
   DraftHead* draft_head() override { return draft_head_.get(); }
   bool greedy_on_backend() const override { return backend_.has_argmax_rows(); }
   std::vector<std::int32_t> forward_greedy(SequenceState& state, std::span<const std::int32_t> tokens,

@@ -4,6 +4,15 @@
 
 namespace tf {
 
+std::vector<float> Model::forward_scored(SequenceState& state, std::span<const std::int32_t> tokens,
+                                         std::vector<float>& every_row, std::vector<float>* hidden) {
+  const auto rows = static_cast<std::int64_t>(tokens.size());
+  every_row = hidden != nullptr ? forward_hidden(state, tokens, rows, *hidden) : forward(state, tokens, rows);
+  const auto vocab = static_cast<std::size_t>(info().vocab);
+  if (every_row.size() < vocab) throw std::logic_error("forward_scored: the forward returned no row");
+  return std::vector<float>(every_row.end() - static_cast<std::ptrdiff_t>(vocab), every_row.end());
+}
+
 std::vector<ForwardResult> Model::forward_parts(std::span<const ForwardPart> parts) {
   std::vector<ForwardResult> out(parts.size());
   for (std::size_t i = 0; i < parts.size(); ++i) {

@@ -97,6 +97,13 @@ class Model {
                                             std::int64_t /*logit_rows*/, std::vector<float>& /*hidden*/) {
     throw std::logic_error("forward_hidden: this model has no draft head");
   }
+  // Prompt scoring: forward with logit_rows = 1 (the returned row has exactly forward's bits, so the reply
+  // that follows samples as without scoring), and every row's logits into `every_row` ([n, vocab]; the output
+  // projection over many rows may take another kernel, so its last row may differ from the returned one in
+  // the last bits). With `hidden`, also forward_hidden's rows. The default runs forward (or forward_hidden)
+  // over every row: right for models whose rows do not depend on how many logits rows are asked.
+  virtual std::vector<float> forward_scored(SequenceState& state, std::span<const std::int32_t> tokens,
+                                            std::vector<float>& every_row, std::vector<float>* hidden);
   // The checkpoint's own draft head (MTP), or null.
   virtual DraftHead* draft_head() { return nullptr; }
   // Greedy decoding without the logits: forward's run, then each of the last `rows` positions' greedy

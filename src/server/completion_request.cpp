@@ -92,7 +92,11 @@ CompletionRequest parse_completion_request(const nlohmann::ordered_json& body) {
     if (!sfx->get<std::string>().empty())
       throw unsupported("'suffix' (insertion) is not supported by this server; leave it unset or null.", "suffix");
   }
-  r.sampling = parse_sampling_fields(f, {"max_tokens"});
+  // max_tokens 0 with echo: the prompt alone (scored when logprobs is set); anything else below 1 is refused
+  // by parse_sampling_fields.
+  const bool prompt_only = r.echo && f.integer("max_tokens", 0, std::numeric_limits<std::int64_t>::max()) == 0;
+  r.sampling = prompt_only ? parse_sampling_fields(f, {}) : parse_sampling_fields(f, {"max_tokens"});
+  if (prompt_only) r.sampling.max_tokens = 0;
   parse_adjustment_fields(f, r.sampling);
   if (auto lp = f.integer("logprobs", 0, 20)) r.sampling.logprobs = static_cast<int>(*lp);
   r.stream = f.boolean("stream").value_or(false);
@@ -106,11 +110,6 @@ CompletionRequest parse_completion_request(const nlohmann::ordered_json& body) {
         "Invalid 'best_of': a streamed completion cannot pick the best of several; leave best_of "
         "unset or equal to n.",
         "best_of", "invalid_value");
-  if (r.echo && r.sampling.logprobs >= 0)
-    throw unsupported(
-        "'echo' together with 'logprobs' (prompt log-probabilities) is not supported by this server; "
-        "ask for one of them.",
-        "echo");
   if (r.prompts.size() * static_cast<std::size_t>(r.best_of) > 128)
     throw invalid_request(fmt::format("Invalid 'prompt': {} prompts times best_of/n {} is over 128 choices.",
                                       r.prompts.size(), r.best_of),

@@ -19,7 +19,9 @@ struct CompletionRequest {
   // The prompt as text (tokenized with the tokenizer's special tokens, as HF does by default) or as token ids
   // (used as given; the handler checks them against the vocabulary).
   std::vector<CompletionPrompt> prompts;  // one choice (n of them) each, in order
-  bool echo = false;                      // the choice's text starts with its prompt
+  // The choice's text starts with its prompt; with logprobs, so do its log-probabilities (the prompt scored),
+  // and max_tokens may be 0 (the prompt only: how evaluation harnesses ask for a prompt's log-likelihood).
+  bool echo = false;
   std::int64_t best_of = 1;               // candidates per prompt (>= n); the n best by log-probability return
   SamplingFields sampling;
   bool stream = false;
@@ -29,7 +31,7 @@ struct CompletionRequest {
 };
 
 // prompt: a string, a list of token ids, or a list (at most 128) of strings and token-id lists. suffix is
-// refused (400) when set, and echo together with logprobs.
+// refused (400) when set; max_tokens 0 without echo is refused (400 naming max_tokens).
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body);
 
 }  // namespace tf::server

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "server/api_error.h"
 #include "server/completion_request.h"
@@ -21,22 +22,30 @@ namespace tf::server {
 namespace {
 
 // One choice's chunks: with echo the prompt's text first; with logprobs the records read so far ride on each
-// text chunk (each record is pushed before its token's text).
+// text chunk (each record is pushed before its token's text). With echo and logprobs the prompt's chunk waits
+// for its records, which the engine sets when prefill ends, before any text: it goes out with the first text
+// or the closing.
 class CompletionSse final : public SseFormatter {
  public:
   CompletionSse(ReplyMeta meta, bool include_usage, std::int64_t index, bool last, std::string echo,
-                const InferenceService* service, GenerationStream* logprobs)
+                std::optional<std::int32_t> scored, const InferenceService* service, GenerationStream* logprobs)
       : meta_(std::move(meta)),
         include_usage_(include_usage),
         index_(index),
         last_(last),
         echo_(std::move(echo)),
+        first_prompt_token_(scored.value_or(0)),
         service_(service),
-        logprobs_(logprobs) {}
-  std::string opening() override { return echo_.empty() ? std::string() : sse_data(chunk(echo_, nullptr, false)); }
-  std::string text(const std::string& piece) override { return sse_data(chunk(piece, nullptr, true)); }
+        logprobs_(logprobs),
+        echo_pending_(scored.has_value() && logprobs_ != nullptr),
+        offset_(echo_.size()) {}
+  std::string opening() override {
+    return echo_.empty() || echo_pending_ ? std::string() : sse_data(chunk(echo_, nullptr, false));
+  }
+  std::string text(const std::string& piece) override { return scored_echo() + sse_data(chunk(piece, nullptr, true)); }
   std::string closing(const std::string&, const GenerationResult& r) override {
-    std::string out = sse_data(chunk("", r.finish == FinishReason::Length ? "length" : "stop", true));
+    std::string out = scored_echo();
+    out += sse_data(chunk("", r.finish == FinishReason::Length ? "length" : "stop", true));
     if (!last_) return out;
     if (include_usage_) out += sse_data(text_completion_usage_chunk(meta_, r));
     return out + sse_done();
@@ -55,14 +64,27 @@ class CompletionSse final : public SseFormatter {
     }
     return j;
   }
+  // The prompt's chunk with the prompt's records, once.
+  std::string scored_echo() {
+    if (!echo_pending_) return {};
+    echo_pending_ = false;
+    auto j = text_completion_chunk(meta_, echo_, nullptr, include_usage_);
+    j["choices"][0]["index"] = index_;
+    std::size_t prompt_end = 0;
+    j["choices"][0]["logprobs"] =
+        echo_logprobs(*service_, first_prompt_token_, logprobs_->prompt_logprobs(), prompt_end);
+    return sse_data(j);
+  }
   ReplyMeta meta_;
   bool include_usage_;
   std::int64_t index_;
   bool last_;
   std::string echo_;
+  std::int32_t first_prompt_token_;  // of a scored prompt
   const InferenceService* service_;
   GenerationStream* logprobs_;  // null: not asked for
-  std::size_t offset_ = 0;
+  bool echo_pending_;           // echo with logprobs: the prompt's chunk is still to be sent
+  std::size_t offset_;          // of the next completion token in the choice's text (after the echo)
 };
 
 std::vector<std::int32_t> prompt_tokens(const InferenceService& service, const CompletionPrompt& prompt,
@@ -109,6 +131,7 @@ void handle_completions(ApiContext& ctx, const httplib::Request& req, httplib::R
     if (request.structured.grammar) plans.back().constraint = service.grammar_constraint(request.structured.grammar, {});
     // best_of ranks candidates by their tokens' log-probabilities.
     if (candidates > n) plans.back().logprobs = std::max(plans.back().logprobs, 0);
+    plans.back().prompt_logprobs = request.echo && request.sampling.logprobs >= 0;
   }
   std::vector<std::shared_ptr<Generation>> generations;
   for (const auto& plan : plans)
@@ -122,7 +145,8 @@ void handle_completions(ApiContext& ctx, const httplib::Request& req, httplib::R
       const auto p = i / static_cast<std::size_t>(n);
       formatters.push_back(std::make_unique<CompletionSse>(
           meta, request.include_usage, static_cast<std::int64_t>(i), i + 1 == generations.size(),
-          request.echo ? prompt_text(service, request.prompts[p]) : std::string(), &service,
+          request.echo ? prompt_text(service, request.prompts[p]) : std::string(),
+          plans[p].prompt_logprobs ? std::optional(plans[p].prompt.front()) : std::nullopt, &service,
           logprobs ? &generations[i]->stream() : nullptr));
       formatters.back()->counts_prompt = i % static_cast<std::size_t>(n) == 0;
     }
@@ -152,7 +176,14 @@ void handle_completions(ApiContext& ctx, const httplib::Request& req, httplib::R
       choice["index"] = static_cast<std::int64_t>(p) * n + k;
       if (logprobs) {
         std::size_t offset = echo.size();
-        choice["logprobs"] = completion_logprobs(service, d.result.logprobs, offset);
+        auto generated = completion_logprobs(service, d.result.logprobs, offset);
+        if (request.echo) {
+          std::size_t prompt_end = 0;
+          choice["logprobs"] = echo_logprobs(service, plans[p].prompt.front(), d.result.prompt_logprobs, prompt_end);
+          append_completion_logprobs(choice["logprobs"], generated);
+        } else {
+          choice["logprobs"] = std::move(generated);
+        }
       }
       if (request.sampling.return_token_ids) choice["token_ids"] = d.result.token_ids;
       choices.push_back(std::move(choice));

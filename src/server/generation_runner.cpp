@@ -30,6 +30,7 @@ GenerationRequest plan_generation(const InferenceService& service, const ServerO
   r.seed = fields.seed;
   const std::int64_t fallback = options.default_max_tokens > 0 ? options.default_max_tokens : room;
   r.max_tokens = fields.max_tokens ? *fields.max_tokens : std::min(fallback, room);
+  r.generate = r.max_tokens > 0;
   r.stop = fields.stop;
   r.draft = fields.draft;
   r.adjust = fields.adjust;

@@ -18,7 +18,8 @@ namespace tf::server {
 
 // The engine request for a tokenized prompt. Refuses (400) an empty prompt, and a prompt that with the
 // requested max tokens does not fit the context (code context_length_exceeded, the message states the
-// maximum). Without a requested limit, the limit is the server default clipped to the context end.
+// maximum). Without a requested limit, the limit is the server default clipped to the context end. A limit
+// of 0 (completions' echo scoring its prompt) generates nothing, and its prompt may fill the context.
 GenerationRequest plan_generation(const InferenceService& service, const ServerOptions& options,
                                   std::vector<std::int32_t> prompt, const SamplingFields& fields,
                                   const std::string& prompt_param);

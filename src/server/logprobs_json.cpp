@@ -22,19 +22,27 @@ nlohmann::ordered_json bytes_of(const std::string& s) {
 
 }  // namespace
 
-nlohmann::ordered_json chat_logprobs(const InferenceService& service, std::span<const TokenLogprob> records) {
-  auto content = nlohmann::ordered_json::array();
+nlohmann::ordered_json token_logprob_list(const InferenceService& service, std::span<const TokenLogprob> records,
+                                          bool bytes) {
+  auto list = nlohmann::ordered_json::array();
+  const auto entry = [&](std::int32_t id, float logprob) {
+    const auto text = token_text(service, id);
+    nlohmann::ordered_json e = {{"token", text}, {"logprob", finite(logprob)}};
+    if (bytes) e["bytes"] = bytes_of(text);
+    return e;
+  };
   for (const auto& r : records) {
-    const auto text = token_text(service, r.token);
     auto top = nlohmann::ordered_json::array();
-    for (const auto& [id, lp] : r.top) {
-      const auto t = token_text(service, id);
-      top.push_back({{"token", t}, {"logprob", finite(lp)}, {"bytes", bytes_of(t)}});
-    }
-    content.push_back(
-        {{"token", text}, {"logprob", finite(r.logprob)}, {"bytes", bytes_of(text)}, {"top_logprobs", std::move(top)}});
+    for (const auto& [id, lp] : r.top) top.push_back(entry(id, lp));
+    auto e = entry(r.token, r.logprob);
+    e["top_logprobs"] = std::move(top);
+    list.push_back(std::move(e));
   }
-  return {{"content", std::move(content)}, {"refusal", nullptr}};
+  return list;
+}
+
+nlohmann::ordered_json chat_logprobs(const InferenceService& service, std::span<const TokenLogprob> records) {
+  return {{"content", token_logprob_list(service, records)}, {"refusal", nullptr}};
 }
 
 nlohmann::ordered_json completion_logprobs(const InferenceService& service, std::span<const TokenLogprob> records,
@@ -58,6 +66,24 @@ nlohmann::ordered_json completion_logprobs(const InferenceService& service, std:
           {"token_logprobs", std::move(logprobs)},
           {"top_logprobs", std::move(tops)},
           {"text_offset", std::move(offsets)}};
+}
+
+nlohmann::ordered_json echo_logprobs(const InferenceService& service, std::int32_t first_token,
+                                     std::span<const TokenLogprob> records, std::size_t& offset) {
+  const auto first = token_text(service, first_token);
+  using json = nlohmann::ordered_json;
+  json out = {{"tokens", json::array({first})},
+              {"token_logprobs", json::array({nullptr})},
+              {"top_logprobs", json::array({nullptr})},
+              {"text_offset", json::array({0})}};
+  offset = first.size();
+  append_completion_logprobs(out, completion_logprobs(service, records, offset));
+  return out;
+}
+
+void append_completion_logprobs(nlohmann::ordered_json& into, const nlohmann::ordered_json& more) {
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"})
+    for (const auto& v : more.at(key)) into[key].push_back(v);
 }
 
 GenerationResult sum_results(std::span<const GenerationResult> results, const std::vector<bool>& first_of_prompt) {

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <set>
+#include <span>
+#include <vector>
 
 #include "server/api_error.h"
 #include "server/chat_setup.h"
@@ -10,6 +12,7 @@
 #include "server/handlers.h"
 #include "server/http_reply.h"
 #include "server/json_fields.h"
+#include "server/logprobs_json.h"
 #include "server/openai_ids.h"
 #include "server/responses_request.h"
 #include "server/responses_response.h"
@@ -38,14 +41,29 @@ class Keeper {
   nlohmann::ordered_json conversation_;
 };
 
+// Where a streamed response's token log-probabilities come from (include message.output_text.logprobs): each
+// output_text delta carries the records read since the previous one (each record is pushed before its
+// token's text); the done events and the finished part carry them all.
+struct StreamedLogprobs {
+  const InferenceService* service = nullptr;
+  GenerationStream* stream = nullptr;  // null: not asked for
+  std::vector<TokenLogprob> take() const { return stream ? stream->take_logprobs() : std::vector<TokenLogprob>(); }
+  nlohmann::ordered_json list(std::span<const TokenLogprob> records, bool bytes) const {
+    return stream ? token_logprob_list(*service, records, bytes) : nlohmann::ordered_json::array();
+  }
+  nlohmann::ordered_json since_last() const { return list(take(), false); }
+  nlohmann::ordered_json all(const GenerationResult& r) const { return list(r.logprobs, true); }
+};
+
 class ResponsesSse final : public SseFormatter {
  public:
-  ResponsesSse(ResponseMeta meta, Keeper keeper) : events_(std::move(meta)), keeper_(std::move(keeper)) {}
+  ResponsesSse(ResponseMeta meta, Keeper keeper, StreamedLogprobs logprobs)
+      : events_(std::move(meta)), keeper_(std::move(keeper)), logprobs_(logprobs) {}
   std::string opening() override { return events_.opening(); }
-  std::string text(const std::string& piece) override { return events_.delta(piece); }
+  std::string text(const std::string& piece) override { return events_.delta(piece, logprobs_.since_last()); }
   std::string closing(const std::string& full_text, const GenerationResult& r) override {
     nlohmann::ordered_json response;
-    auto out = events_.closing(full_text, r, response);
+    auto out = events_.closing(full_text, r, response, logprobs_.all(r));
     keeper_.keep(events_.meta().id, response, {{"role", "assistant"}, {"content", full_text}});
     return out;
   }
@@ -54,6 +72,7 @@ class ResponsesSse final : public SseFormatter {
  private:
   ResponseEvents events_;
   Keeper keeper_;
+  StreamedLogprobs logprobs_;
 };
 
 using json = nlohmann::ordered_json;
@@ -69,11 +88,14 @@ json answer_message(const ChatReplyReader& reader) {
 }
 
 // The output items of a finished reply: its reasoning, its message (when it has text or no call), its calls.
-json output_items(const ResponseMeta& meta, const ChatReplyReader& reader, const char* status) {
+// `logprobs`: the message's output_text part's (every generated token's, as chat completions gives them).
+json output_items(const ResponseMeta& meta, const ChatReplyReader& reader, const char* status,
+                  json logprobs = json::array()) {
   json items = json::array();
   if (!reader.reasoning().empty()) items.push_back(reasoning_item(random_id("rs_", 32), reader.reasoning()));
   const auto calls = reader.calls();
-  if (!reader.content().empty() || calls.empty()) items.push_back(output_message(meta, reader.content(), status));
+  if (!reader.content().empty() || calls.empty())
+    items.push_back(output_message(meta, reader.content(), status, true, std::move(logprobs)));
   for (const auto& c : calls)
     items.push_back(function_call_item(random_id("fc_", 32), c.id, c.name, c.arguments, "completed"));
   return items;
@@ -83,8 +105,8 @@ json output_items(const ResponseMeta& meta, const ChatReplyReader& reader, const
 // continues an item; function calls stream their arguments (response.function_call_arguments.delta/.done).
 class ResponseItemsSse final : public SseFormatter {
  public:
-  ResponseItemsSse(ResponseMeta meta, Keeper keeper, std::unique_ptr<ChatReplyReader> reader)
-      : meta_(std::move(meta)), keeper_(std::move(keeper)), reader_(std::move(reader)) {}
+  ResponseItemsSse(ResponseMeta meta, Keeper keeper, std::unique_ptr<ChatReplyReader> reader, StreamedLogprobs logprobs)
+      : meta_(std::move(meta)), keeper_(std::move(keeper)), reader_(std::move(reader)), logprobs_(logprobs) {}
   std::string opening() override {
     const auto in_progress = response_object(meta_, "in_progress", json::array(), nullptr);
     return event("response.created", {{"response", in_progress}}) +
@@ -93,9 +115,10 @@ class ResponseItemsSse final : public SseFormatter {
   std::string text(const std::string& piece) override { return deltas(reader_->feed(piece)); }
   std::string closing(const std::string&, const GenerationResult& r) override {
     std::string out = deltas(reader_->finish());
+    for (auto& rec : logprobs_.take()) read_.push_back(std::move(rec));
     out += close_item();
     const auto status = r.finish == FinishReason::Length ? "incomplete" : "completed";
-    const auto response = finished_response_items(meta_, output_items(meta_, *reader_, status), r);
+    const auto response = finished_response_items(meta_, output_items(meta_, *reader_, status, logprobs_.all(r)), r);
     keeper_.keep(meta_.id, response, answer_message(*reader_));
     return out + event(std::string_view(status) == "completed" ? "response.completed" : "response.incomplete",
                        {{"response", response}});
@@ -113,11 +136,19 @@ class ResponseItemsSse final : public SseFormatter {
   std::string close_item() {
     std::string out;
     if (kind_ == "message") {
-      out += event("response.output_text.done", {{"item_id", meta_.message_id}, {"output_index", index_},
-                                                 {"content_index", 0}, {"text", text_}, {"logprobs", json::array()}});
-      out += event("response.content_part.done", {{"item_id", meta_.message_id}, {"output_index", index_},
-                                                  {"content_index", 0}, {"part", output_text_part(text_)}});
-      out += event("response.output_item.done", {{"output_index", index_}, {"item", output_message(meta_, text_, "completed")}});
+      // The records read so far: every token's when the reply ends here, those before a call that follows.
+      const auto records = logprobs_.list(read_, true);
+      out += event("response.output_text.done", {{"item_id", meta_.message_id},
+                                                 {"output_index", index_},
+                                                 {"content_index", 0},
+                                                 {"text", text_},
+                                                 {"logprobs", logprobs_.list(read_, false)}});
+      out += event("response.content_part.done", {{"item_id", meta_.message_id},
+                                                  {"output_index", index_},
+                                                  {"content_index", 0},
+                                                  {"part", output_text_part(text_, records)}});
+      out += event("response.output_item.done",
+                   {{"output_index", index_}, {"item", output_message(meta_, text_, "completed", true, records)}});
     } else if (kind_ == "reasoning") {
       out += event("response.reasoning_text.done",
                    {{"item_id", item_id_}, {"output_index", index_}, {"content_index", 0}, {"text", text_}});
@@ -159,9 +190,13 @@ class ResponseItemsSse final : public SseFormatter {
                                                         {"content_index", 0}, {"part", output_text_part("")}});
         }
         text_ += d["content"].get<std::string>();
-        out += event("response.output_text.delta", {{"item_id", meta_.message_id}, {"output_index", index_},
-                                                    {"content_index", 0}, {"delta", d["content"]},
-                                                    {"logprobs", json::array()}});
+        const auto records = logprobs_.take();
+        read_.insert(read_.end(), records.begin(), records.end());
+        out += event("response.output_text.delta", {{"item_id", meta_.message_id},
+                                                    {"output_index", index_},
+                                                    {"content_index", 0},
+                                                    {"delta", d["content"]},
+                                                    {"logprobs", logprobs_.list(records, false)}});
       } else if (d.contains("tool_calls")) {
         const auto& call = d["tool_calls"][0];
         if (call.contains("id")) {
@@ -182,6 +217,8 @@ class ResponseItemsSse final : public SseFormatter {
   ResponseMeta meta_;
   Keeper keeper_;
   std::unique_ptr<ChatReplyReader> reader_;
+  StreamedLogprobs logprobs_;
+  std::vector<TokenLogprob> read_;  // the records taken so far
   std::int64_t sequence_ = 0;
   int index_ = -1;
   std::string kind_, text_, item_id_, call_id_, name_;
@@ -253,13 +290,16 @@ void handle_create_response(ApiContext& ctx, const httplib::Request& req, httpli
   if (request.user) meta.user = *request.user;
 
   Keeper keeper(ctx, request.store, std::move(conversation));
+  const bool logprobs = plan.logprobs >= 0;
   auto generation = std::make_shared<Generation>(ctx, req, std::move(plan));
   if (request.stream) {
+    const StreamedLogprobs streamed{&ctx.service(), logprobs ? &generation->stream() : nullptr};
     if (request.tools.active())
       send_stream(res, std::move(generation),
-                  std::make_unique<ResponseItemsSse>(std::move(meta), std::move(keeper), std::move(reader)));
+                  std::make_unique<ResponseItemsSse>(std::move(meta), std::move(keeper), std::move(reader), streamed));
     else
-      send_stream(res, std::move(generation), std::make_unique<ResponsesSse>(std::move(meta), std::move(keeper)));
+      send_stream(res, std::move(generation),
+                  std::make_unique<ResponsesSse>(std::move(meta), std::move(keeper), streamed));
     return;
   }
   const auto done = generation->collect();
@@ -267,7 +307,11 @@ void handle_create_response(ApiContext& ctx, const httplib::Request& req, httpli
   reader->feed(done.text);
   reader->finish();
   const char* status = done.result.finish == FinishReason::Length ? "incomplete" : "completed";
-  const auto response = finished_response_items(meta, output_items(meta, *reader, status), done.result);
+  const auto response = finished_response_items(
+      meta,
+      output_items(meta, *reader, status,
+                   logprobs ? token_logprob_list(ctx.service(), done.result.logprobs) : json::array()),
+      done.result);
   keeper.keep(meta.id, response, answer_message(*reader));
   send_json(res, 200, response);
 }

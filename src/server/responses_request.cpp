@@ -157,13 +157,31 @@ ResponsesRequest parse_responses_request(const nlohmann::ordered_json& body) {
     throw ApiError(e.status(), e.type(), e.what(), param, e.code());
   }
   f.refuse_if_set("background", "responses run in the foreground.");
-  f.refuse_if_set("include", "no additional output data is available.");
+  bool output_logprobs = false;
+  if (const auto* include = f.array("include")) {
+    for (std::size_t i = 0; i < include->size(); ++i) {
+      const auto& v = (*include)[i];
+      if (!v.is_string())
+        throw invalid_request(
+            fmt::format("Invalid type for 'include[{}]': expected a string, but got {} instead.", i, json_type_name(v)),
+            "include", "invalid_type");
+      if (v.get_ref<const std::string&>() != "message.output_text.logprobs")
+        throw invalid_request(fmt::format("Invalid value for 'include[{}]': '{}'. The only value this server "
+                                          "supports is 'message.output_text.logprobs'.",
+                                          i, v.get_ref<const std::string&>()),
+                              "include", "invalid_value");
+      output_logprobs = true;
+    }
+  }
   f.refuse_if_set("conversation", "use previous_response_id to continue a conversation.");
   f.refuse_if_set("prompt", "prompt templates are not available.");
   if (auto trunc = f.string("truncation"); trunc && *trunc != "disabled")
     throw unsupported("'truncation' other than \"disabled\" is not supported by this server.", "truncation");
-  if (auto top = f.integer("top_logprobs", 0, 20); top && *top > 0)
-    throw unsupported("'top_logprobs' is not supported by this server.", "top_logprobs");
+  const auto top = f.integer("top_logprobs", 0, 20);
+  if (top && *top > 0 && !output_logprobs)
+    throw invalid_request("Invalid 'top_logprobs': it needs 'include' to list \"message.output_text.logprobs\".",
+                          "top_logprobs", "invalid_value");
+  if (output_logprobs) r.sampling.logprobs = static_cast<int>(top.value_or(0));
   if (const auto* text = f.object("text")) {
     if (const auto* format = JsonFields(*text, "text.").object("format")) r.structured = parse_text_format(*format);
   }

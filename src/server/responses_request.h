@@ -19,6 +19,8 @@ struct ResponsesRequest {
   nlohmann::ordered_json input = nlohmann::ordered_json::array();
   std::optional<std::string> instructions;  // a system message ahead of the conversation; never carried over
   SamplingFields sampling;  // max_output_tokens; extensions: top_k, min_p, seed, stop, draft
+  // include: ["message.output_text.logprobs"] sets sampling.logprobs to top_logprobs (0 when unset); the
+  // output_text part then carries every generated token's log-probability.
   bool stream = false;
   bool store = true;
   std::optional<std::string> previous_response_id;

@@ -6,19 +6,36 @@
 
 namespace tf::server {
 
-nlohmann::ordered_json output_text_part(const std::string& text) {
-  return {{"type", "output_text"}, {"text", text}, {"annotations", nlohmann::ordered_json::array()},
-          {"logprobs", nlohmann::ordered_json::array()}};
+nlohmann::ordered_json output_text_part(const std::string& text, nlohmann::ordered_json logprobs) {
+  return {{"type", "output_text"},
+          {"text", text},
+          {"annotations", nlohmann::ordered_json::array()},
+          {"logprobs", std::move(logprobs)}};
 }
 
 nlohmann::ordered_json output_message(const ResponseMeta& meta, const std::string& text, const char* status,
-                              bool with_text) {
+                                      bool with_text, nlohmann::ordered_json logprobs) {
   return {{"type", "message"},
           {"id", meta.message_id},
           {"status", status},
           {"role", "assistant"},
-          {"content", with_text ? nlohmann::ordered_json::array({output_text_part(text)}) : nlohmann::ordered_json::array()}};
+          {"content", with_text ? nlohmann::ordered_json::array({output_text_part(text, std::move(logprobs))})
+                                : nlohmann::ordered_json::array()}};
 }
+
+namespace {
+
+// The events' records (response.output_text.done) from the part's: the same without "bytes".
+nlohmann::ordered_json without_bytes(const nlohmann::ordered_json& logprobs) {
+  auto out = logprobs;
+  for (auto& e : out) {
+    e.erase("bytes");
+    for (auto& t : e["top_logprobs"]) t.erase("bytes");
+  }
+  return out;
+}
+
+}  // namespace
 
 nlohmann::ordered_json response_object(const ResponseMeta& meta, const char* status, nlohmann::ordered_json output,
                                nlohmann::ordered_json usage, nlohmann::ordered_json incomplete_details, nlohmann::ordered_json error) {
@@ -58,9 +75,11 @@ nlohmann::ordered_json finished_response_items(const ResponseMeta& meta, nlohman
                          incomplete ? nlohmann::ordered_json{{"reason", "max_output_tokens"}} : nlohmann::ordered_json(nullptr));
 }
 
-nlohmann::ordered_json finished_response(const ResponseMeta& meta, const std::string& text, const GenerationResult& result) {
+nlohmann::ordered_json finished_response(const ResponseMeta& meta, const std::string& text,
+                                         const GenerationResult& result, nlohmann::ordered_json logprobs) {
   const char* status = result.finish == FinishReason::Length ? "incomplete" : "completed";
-  return finished_response_items(meta, nlohmann::ordered_json::array({output_message(meta, text, status)}), result);
+  return finished_response_items(
+      meta, nlohmann::ordered_json::array({output_message(meta, text, status, true, std::move(logprobs))}), result);
 }
 
 nlohmann::ordered_json function_call_item(const std::string& id, const std::string& call_id, const std::string& name,
@@ -94,28 +113,29 @@ std::string ResponseEvents::opening() {
   return out;
 }
 
-std::string ResponseEvents::delta(const std::string& text) {
+std::string ResponseEvents::delta(const std::string& text, nlohmann::ordered_json logprobs) {
   return event("response.output_text.delta", {{"item_id", meta_.message_id},
                                               {"output_index", 0},
                                               {"content_index", 0},
                                               {"delta", text},
-                                              {"logprobs", nlohmann::ordered_json::array()}});
+                                              {"logprobs", std::move(logprobs)}});
 }
 
 std::string ResponseEvents::closing(const std::string& text, const GenerationResult& result,
-                                    nlohmann::ordered_json& final_response) {
-  final_response = finished_response(meta_, text, result);
+                                    nlohmann::ordered_json& final_response, const nlohmann::ordered_json& logprobs) {
+  final_response = finished_response(meta_, text, result, logprobs);
   const char* status = final_response["status"] == "completed" ? "completed" : "incomplete";
   std::string out = event("response.output_text.done", {{"item_id", meta_.message_id},
                                                         {"output_index", 0},
                                                         {"content_index", 0},
                                                         {"text", text},
-                                                        {"logprobs", nlohmann::ordered_json::array()}});
+                                                        {"logprobs", without_bytes(logprobs)}});
   out += event("response.content_part.done", {{"item_id", meta_.message_id},
                                               {"output_index", 0},
                                               {"content_index", 0},
-                                              {"part", output_text_part(text)}});
-  out += event("response.output_item.done", {{"output_index", 0}, {"item", output_message(meta_, text, status)}});
+                                              {"part", output_text_part(text, logprobs)}});
+  out += event("response.output_item.done",
+               {{"output_index", 0}, {"item", output_message(meta_, text, status, true, logprobs)}});
   out += event(std::string_view(status) == "completed" ? "response.completed" : "response.incomplete",
                {{"response", final_response}});
   return out;

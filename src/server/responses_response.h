@@ -23,17 +23,22 @@ struct ResponseMeta {
   nlohmann::ordered_json user;                  // null or a string
 };
 
-nlohmann::ordered_json output_text_part(const std::string& text);
+// `logprobs`: the part's token log-probabilities (token_logprob_list), empty unless the request included them.
+nlohmann::ordered_json output_text_part(const std::string& text,
+                                        nlohmann::ordered_json logprobs = nlohmann::ordered_json::array());
 // The assistant message item; status "in_progress", "completed" or "incomplete". With `with_text` false its
 // content list is empty (as announced before any text).
 nlohmann::ordered_json output_message(const ResponseMeta& meta, const std::string& text, const char* status,
-                              bool with_text = true);
+                                      bool with_text = true,
+                                      nlohmann::ordered_json logprobs = nlohmann::ordered_json::array());
 // The response object. `status`: "in_progress", "completed", "incomplete" or "failed".
 nlohmann::ordered_json response_object(const ResponseMeta& meta, const char* status, nlohmann::ordered_json output,
                                nlohmann::ordered_json usage, nlohmann::ordered_json incomplete_details = nullptr,
                                nlohmann::ordered_json error = nullptr);
 // The finished response: "completed", or "incomplete" with reason max_output_tokens when the limit stopped it.
-nlohmann::ordered_json finished_response(const ResponseMeta& meta, const std::string& text, const GenerationResult& result);
+nlohmann::ordered_json finished_response(const ResponseMeta& meta, const std::string& text,
+                                         const GenerationResult& result,
+                                         nlohmann::ordered_json logprobs = nlohmann::ordered_json::array());
 // The same with the output items given (reasoning, message, function_call items).
 nlohmann::ordered_json finished_response_items(const ResponseMeta& meta, nlohmann::ordered_json output,
                                                const GenerationResult& result);
@@ -49,11 +54,13 @@ class ResponseEvents {
   explicit ResponseEvents(ResponseMeta meta) : meta_(std::move(meta)) {}
   // response.created, response.in_progress, response.output_item.added, response.content_part.added.
   std::string opening();
-  // response.output_text.delta.
-  std::string delta(const std::string& text);
+  // response.output_text.delta; `logprobs`: its tokens' records (token_logprob_list without bytes).
+  std::string delta(const std::string& text, nlohmann::ordered_json logprobs = nlohmann::ordered_json::array());
   // response.output_text.done, response.content_part.done, response.output_item.done, then response.completed
   // (or response.incomplete when max_output_tokens stopped it). `final_response` receives the response object.
-  std::string closing(const std::string& text, const GenerationResult& result, nlohmann::ordered_json& final_response);
+  // `logprobs`: every token's records, with bytes (the part's shape; the done event's drop the bytes).
+  std::string closing(const std::string& text, const GenerationResult& result, nlohmann::ordered_json& final_response,
+                      const nlohmann::ordered_json& logprobs = nlohmann::ordered_json::array());
   // An "error" event (code server_error) for a failure after the stream opened.
   std::string error(const std::string& message);
   const ResponseMeta& meta() const { return meta_; }

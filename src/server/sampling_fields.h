@@ -17,7 +17,7 @@ struct SamplingFields {
   std::optional<float> temperature, top_p, min_p;
   std::optional<int> top_k;                // <= 0 turns top-k off
   std::optional<std::uint64_t> seed;
-  std::optional<std::int64_t> max_tokens;  // the client's limit on generated tokens
+  std::optional<std::int64_t> max_tokens;       // the client's limit on generated tokens (0: none; echo only)
   std::string max_tokens_param = "max_tokens";  // the field that carried it, for errors
   std::vector<std::string> stop;
   bool draft = true;

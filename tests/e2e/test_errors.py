@@ -114,7 +114,7 @@ def test_a_prompt_beyond_the_context_is_400(client, server):
 
 @pytest.mark.parametrize(
     "extra, param",
-    [({"echo": True, "logprobs": 1}, "echo"), ({"logprobs": 21}, "logprobs"), ({"logprobs": "1"}, "logprobs"),
+    [({"echo": True, "max_tokens": -1}, "max_tokens"), ({"logprobs": 21}, "logprobs"), ({"logprobs": "1"}, "logprobs"),
      ({"suffix": "end"}, "suffix"), ({"best_of": 2, "n": 3}, "best_of"), ({"n": 0}, "n")],
 )
 def test_unsupported_completion_options_are_400(server, extra, param):

@@ -314,7 +314,8 @@ def test_chat_sampling_errors(server, body, param):
 
 
 @pytest.mark.parametrize("body,param", [
-    ({"prompt": "x", "echo": True, "logprobs": 1}, "echo"),
+    ({"prompt": "x", "max_tokens": 0}, "max_tokens"),
+    ({"prompt": "x", "echo": True, "logprobs": 21}, "logprobs"),
     ({"prompt": "x", "logprobs": 21}, "logprobs"),
     ({"prompt": "x", "n": 3, "best_of": 2}, "best_of"),
     ({"prompt": "x", "best_of": 2, "stream": True}, "best_of"),

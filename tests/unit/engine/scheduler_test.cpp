@@ -279,5 +279,60 @@ TEST(Scheduler, QueueIsFirstInFirstOut) {
   EXPECT_EQ(model.started, firsts);
 }
 
+// Prompt scoring (echo with logprobs): every prompt token after the first is scored by the row before it, over
+// several prefill chunks; the reply that follows is the plain request's, and max_tokens 0 (generate false)
+// ends after prefill with the records and no token.
+TEST(Scheduler, PromptScoringRecordsEveryPromptRowAcrossChunks) {
+  const std::vector<std::int32_t> prompt = {3, 17, 5, 5, 9, 30, 1, 2, 8, 21, 4};  // three chunks of 4
+  std::vector<TokenLogprob> want;
+  {
+    std::vector<std::int32_t> history;
+    const auto rows = test::fake_forward(history, prompt, static_cast<std::int64_t>(prompt.size()));
+    SamplingParams raw;
+    raw.temperature = 0.0f;
+    for (std::size_t i = 0; i + 1 < prompt.size(); ++i)
+      want.push_back(token_logprob(std::span<const float>(rows).subspan(i * kVocab, kVocab), raw, prompt[i + 1], 2));
+  }
+  const auto same = [](const std::vector<TokenLogprob>& a, const std::vector<TokenLogprob>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i].token != b[i].token || a[i].logprob != b[i].logprob || a[i].top != b[i].top) return false;
+    return true;
+  };
+  FakeModel model;
+  auto o = options(2);
+  o.plan.chunk = 4;
+  auto s = make(model, o);
+  GenerationRequest plain;
+  plain.prompt = prompt;
+  plain.sampling.temperature = 0.8f;
+  plain.seed = 5;
+  plain.max_tokens = 6;
+  plain.logprobs = 2;
+  const Reply base = collect(*s->submit(plain));
+  EXPECT_TRUE(base.result.prompt_logprobs.empty());
+
+  GenerationRequest scored = plain;
+  scored.prompt_logprobs = true;
+  const auto stream = s->submit(scored);
+  const Reply r = collect(*stream);
+  EXPECT_TRUE(same(r.result.prompt_logprobs, want));
+  EXPECT_TRUE(same(stream->prompt_logprobs(), want));
+  EXPECT_EQ(r.result.token_ids, base.result.token_ids);
+  EXPECT_TRUE(same(r.result.logprobs, base.result.logprobs));
+  EXPECT_EQ(r.text, base.text);
+
+  GenerationRequest only = scored;
+  only.generate = false;
+  const Reply o2 = collect(*s->submit(only));
+  EXPECT_TRUE(same(o2.result.prompt_logprobs, want));
+  EXPECT_TRUE(o2.result.token_ids.empty());
+  EXPECT_EQ(o2.text, "");
+  EXPECT_EQ(o2.result.finish, FinishReason::Length);
+  EXPECT_EQ(o2.result.completion_tokens, 0);
+  EXPECT_EQ(o2.result.prompt_tokens, static_cast<std::int64_t>(prompt.size()));
+  EXPECT_EQ(s->request_tokens(only), static_cast<std::int64_t>(prompt.size()));
+}
+
 }  // namespace
 }  // namespace tf

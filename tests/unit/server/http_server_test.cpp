@@ -325,9 +325,17 @@ TEST_F(ServerTest, CompletionsTextAndTokenIds) {
   r = call(srv, "POST", "/v1/completions", R"({"prompt":[5,300]})");
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.body["error"]["param"], "prompt");
-  r = call(srv, "POST", "/v1/completions", R"({"prompt":"x","echo":true,"logprobs":1})");
+  // echo with logprobs asks the engine to score the prompt: its first token has no log-probability.
+  r = call(srv, "POST", "/v1/completions", R"({"prompt":"x","echo":true,"logprobs":1,"max_tokens":0})");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(svc.last_request().prompt_logprobs);
+  EXPECT_FALSE(svc.last_request().generate);
+  EXPECT_EQ(r.body["choices"][0]["logprobs"]["tokens"][0], "\x01");
+  EXPECT_TRUE(r.body["choices"][0]["logprobs"]["token_logprobs"][0].is_null());
+  EXPECT_TRUE(r.body["choices"][0]["logprobs"]["top_logprobs"][0].is_null());
+  r = call(srv, "POST", "/v1/completions", R"({"prompt":"x","max_tokens":0})");
   EXPECT_EQ(r.status, 400);
-  EXPECT_EQ(r.body["error"]["param"], "echo");
+  EXPECT_EQ(r.body["error"]["param"], "max_tokens");
   r = call(srv, "POST", "/v1/completions", R"({"prompt":"x","echo":true})");
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body["choices"][0]["text"], "xHello world");

@@ -307,7 +307,9 @@ TEST(CompletionRequest, RefusesBadPromptsAndUnsupportedOptions) {
       {{{"prompt", {1, -2}}}, "prompt"},
       {{{"prompt", {1, 2.5}}}, "prompt"},
       {{{"prompt", {json::array()}}}, "prompt"},
-      {{{"prompt", "x"}, {"echo", true}, {"logprobs", 1}}, "echo"},
+      {{{"prompt", "x"}, {"max_tokens", 0}}, "max_tokens"},  // 0 only with echo (the prompt scored)
+      {{{"prompt", "x"}, {"echo", true}, {"max_tokens", -1}}, "max_tokens"},
+      {{{"prompt", "x"}, {"echo", true}, {"logprobs", 21}}, "logprobs"},
       {{{"prompt", "x"}, {"logprobs", 21}}, "logprobs"},
       {{{"prompt", "x"}, {"logprobs", true}}, "logprobs"},
       {{{"prompt", "x"}, {"suffix", "end"}}, "suffix"},
@@ -329,6 +331,12 @@ TEST(CompletionRequest, RefusesBadPromptsAndUnsupportedOptions) {
   EXPECT_EQ(r.sampling.logprobs, -1);
   EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"logprobs", 0}}).sampling.logprobs, 0);
   EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"n", 4}}).best_of, 4);
+  // echo with logprobs scores the prompt; with max_tokens 0 nothing is generated.
+  const auto scored = parse_completion_request({{"prompt", "x"}, {"echo", true}, {"logprobs", 2}, {"max_tokens", 0}});
+  EXPECT_TRUE(scored.echo);
+  EXPECT_EQ(scored.sampling.logprobs, 2);
+  EXPECT_EQ(scored.sampling.max_tokens, 0);
+  EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"echo", true}, {"max_tokens", 3}}).sampling.max_tokens, 3);
   EXPECT_NO_THROW(parse_completion_request({{"prompt", "x"}, {"echo", false}, {"logprobs", nullptr},
                                             {"suffix", nullptr}, {"best_of", 1}}));
 }
@@ -341,6 +349,16 @@ TEST(ResponsesRequest, InputStringAndItems) {
   EXPECT_EQ(*r.sampling.max_tokens, 7);
   EXPECT_EQ(r.sampling.max_tokens_param, "max_output_tokens");
   EXPECT_TRUE(r.store);
+  EXPECT_EQ(r.sampling.logprobs, -1);
+  EXPECT_EQ(parse_responses_request({{"input", "hi"}, {"include", {"message.output_text.logprobs"}}}).sampling.logprobs,
+            0);
+  EXPECT_EQ(
+      parse_responses_request({{"input", "hi"}, {"include", {"message.output_text.logprobs"}}, {"top_logprobs", 4}})
+          .sampling.logprobs,
+      4);
+  EXPECT_EQ(
+      parse_responses_request({{"input", "hi"}, {"include", json::array()}, {"top_logprobs", 0}}).sampling.logprobs,
+      -1);
 
   r = parse_responses_request(
       {{"input",
@@ -383,6 +401,11 @@ TEST(ResponsesRequest, RefusesWhatItCannotServe) {
        "text.format.schema"},
       {{{"input", "x"}, {"text", {{"format", {{"type", "yaml"}}}}}}, "text.format.type"},
       {{{"input", "x"}, {"metadata", {{"k", 5}}}}, "metadata"},
+      {{{"input", "x"}, {"include", {"file_search_call.results"}}}, "include"},
+      {{{"input", "x"}, {"include", "message.output_text.logprobs"}}, "include"},
+      {{{"input", "x"}, {"include", {3}}}, "include"},
+      {{{"input", "x"}, {"top_logprobs", 2}}, "top_logprobs"},  // without include: nothing would carry them
+      {{{"input", "x"}, {"include", {"message.output_text.logprobs"}}, {"top_logprobs", 21}}, "top_logprobs"},
   };
   for (const auto& [body, param] : cases) {
     const auto e = expect_error([&] { parse_responses_request(body); });
