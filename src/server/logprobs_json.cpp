@@ -58,6 +58,9 @@ nlohmann::ordered_json completion_logprobs(const InferenceService& service, std:
       const auto t = token_text(service, id);
       if (!top.contains(t)) top[t] = finite(lp);
     }
+    // OpenAI's legacy completions always list the chosen token among the alternatives ("up to logprobs + 1
+    // elements"), even when it is not among the k best (a sampled, unlikely token).
+    if (!top.contains(text)) top[text] = finite(r.logprob);
     tops.push_back(std::move(top));
     offsets.push_back(offset);
     offset += text.size();

@@ -47,9 +47,10 @@ def check_prompt_rows(lp, ids, rows, top):
         worst = max(worst, abs(lp.token_logprobs[i] - ref[ids[i]]))
         best = np.sort(ref)[::-1][:top]
         alts = lp.top_logprobs[i]
-        assert 1 <= len(alts) <= top  # entries of equal text fold into one
+        # The k best (entries of equal text fold into one), and the prompt's token when it is not among them.
+        assert 1 <= len(alts) <= top + 1 and lp.tokens[i] in alts
         assert abs(max(alts.values()) - best[0]) < LOGPROB_TOL
-        assert all(v >= best[-1] - LOGPROB_TOL for v in alts.values())
+        assert all(v >= best[-1] - LOGPROB_TOL for k, v in alts.items() if k != lp.tokens[i])
         assert lp.text_offset[i] == lp.text_offset[i - 1] + len(lp.tokens[i - 1].encode())
     return worst
 

@@ -169,7 +169,8 @@ def test_completion_logprobs_legacy_shape(client):
     n = len(drafted.model_extra["token_ids"])
     assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == len(lp.text_offset) == n
     assert lp.text_offset[0] == 0
-    assert all(1 <= len(t) <= 3 for t in lp.top_logprobs)
+    assert all(1 <= len(t) <= 3 + 1 for t in lp.top_logprobs)  # the 3 best, and the chosen token when not among them
+    assert all(t[tok] == v for t, tok, v in zip(lp.top_logprobs, lp.tokens, lp.token_logprobs))
     assert all(max(t.values()) >= v - 1e-6 for t, v in zip(lp.top_logprobs, lp.token_logprobs))
     # Streamed: the chunks' records, concatenated, are the reply's.
     stream = client.completions.create(model=MODEL, prompt=prompt, stream=True, **kw)
