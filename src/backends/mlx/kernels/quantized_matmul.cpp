@@ -17,7 +17,9 @@
 // then an add (the build compiles this file with -ffp-contract=off, so nothing else is fused). Which of the two
 // runs is fixed for a machine, checked once.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -41,6 +43,7 @@ namespace quant_avx2 {
 // clang-format off
 #include "backends/mlx/kernels/quantized_simd_avx2.inc"
 #include "backends/mlx/kernels/quantized_matmul_body.inc"
+#include "backends/mlx/kernels/quantized_int8_body.inc"
 // clang-format on
 }  // namespace quant_avx2
 #if defined(__clang__)
@@ -55,16 +58,32 @@ namespace quant_portable {
 // clang-format off
 #include "backends/mlx/kernels/quantized_simd_portable.inc"
 #include "backends/mlx/kernels/quantized_matmul_body.inc"
+#include "backends/mlx/kernels/quantized_int8_body.inc"
 // clang-format on
 }  // namespace quant_portable
 
+ActivationPrecision default_activation_precision() {
+  static const ActivationPrecision p = [] {
+    const char* v = std::getenv("TF_CPU_INT8_ACTIVATIONS");
+    return v != nullptr && v[0] == '1' ? ActivationPrecision::Int8Blocks : ActivationPrecision::Float32;
+  }();
+  return p;
+}
+
 void quantized_matmul(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y) {
+  quantized_matmul(x, rows, w, y, default_activation_precision());
+}
+
+void quantized_matmul(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y, ActivationPrecision p) {
 #ifdef TF_QUANT_HAVE_AVX2
   static const bool avx2 =
       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  if (avx2) return quant_avx2::matmul(x, rows, w, y);
+  if (avx2) {
+    if (p == ActivationPrecision::Int8Blocks && quant_avx2::int8_matmul(x, rows, w, y)) return;
+    return quant_avx2::matmul(x, rows, w, y);
+  }
 #endif
-  quant_portable::matmul(x, rows, w, y);
+  quantized_matmul_portable(x, rows, w, y, p);
 }
 
 void dequantize_for_gemm(const QuantizedMatrix& w, std::int64_t first, std::int64_t count, float* out) {
@@ -80,6 +99,12 @@ void dequantize_for_gemm(const QuantizedMatrix& w, std::int64_t first, std::int6
 }
 
 void quantized_matmul_portable(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y) {
+  quantized_matmul_portable(x, rows, w, y, default_activation_precision());
+}
+
+void quantized_matmul_portable(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y,
+                               ActivationPrecision p) {
+  if (p == ActivationPrecision::Int8Blocks && quant_portable::int8_matmul(x, rows, w, y)) return;
   quant_portable::matmul(x, rows, w, y);
 }
 
