@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -43,7 +44,7 @@ namespace quant_avx2 {
 // clang-format off
 #include "backends/mlx/kernels/quantized_simd_avx2.inc"
 #include "backends/mlx/kernels/quantized_matmul_body.inc"
-#include "backends/mlx/kernels/quantized_int8_body.inc"
+#include "backends/mlx/kernels/quantized_integer_body.inc"
 // clang-format on
 }  // namespace quant_avx2
 #if defined(__clang__)
@@ -58,14 +59,17 @@ namespace quant_portable {
 // clang-format off
 #include "backends/mlx/kernels/quantized_simd_portable.inc"
 #include "backends/mlx/kernels/quantized_matmul_body.inc"
-#include "backends/mlx/kernels/quantized_int8_body.inc"
+#include "backends/mlx/kernels/quantized_integer_body.inc"
 // clang-format on
 }  // namespace quant_portable
 
 ActivationPrecision default_activation_precision() {
   static const ActivationPrecision p = [] {
-    const char* v = std::getenv("TF_CPU_INT8_ACTIVATIONS");
-    return v != nullptr && v[0] == '1' ? ActivationPrecision::Int8Blocks : ActivationPrecision::Float32;
+    const char* v = std::getenv("TF_CPU_INT_ACTIVATIONS");
+    const std::string s = v != nullptr ? v : "";
+    return s == "8"    ? ActivationPrecision::Int8Blocks
+           : s == "16" ? ActivationPrecision::Int16Blocks
+                       : ActivationPrecision::Float32;
   }();
   return p;
 }
@@ -79,7 +83,8 @@ void quantized_matmul(const float* x, std::int64_t rows, const QuantizedMatrix& 
   static const bool avx2 =
       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   if (avx2) {
-    if (p == ActivationPrecision::Int8Blocks && quant_avx2::int8_matmul(x, rows, w, y)) return;
+    if (p == ActivationPrecision::Int8Blocks && quant_avx2::int_matmul<std::int8_t>(x, rows, w, y)) return;
+    if (p == ActivationPrecision::Int16Blocks && quant_avx2::int_matmul<std::int16_t>(x, rows, w, y)) return;
     return quant_avx2::matmul(x, rows, w, y);
   }
 #endif
@@ -104,7 +109,8 @@ void quantized_matmul_portable(const float* x, std::int64_t rows, const Quantize
 
 void quantized_matmul_portable(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y,
                                ActivationPrecision p) {
-  if (p == ActivationPrecision::Int8Blocks && quant_portable::int8_matmul(x, rows, w, y)) return;
+  if (p == ActivationPrecision::Int8Blocks && quant_portable::int_matmul<std::int8_t>(x, rows, w, y)) return;
+  if (p == ActivationPrecision::Int16Blocks && quant_portable::int_matmul<std::int16_t>(x, rows, w, y)) return;
   quant_portable::matmul(x, rows, w, y);
 }
 

@@ -30,18 +30,19 @@ struct QuantizedMatrix {
 QuantizedMatrix quantized_matrix(HostWeight w);
 
 // How the product meets Q4_0, Q4_1 and Q8_0 blocks (other layouts always take Float32): float32 activations
-// against codes widened to floats, or activations quantized to 8 bits per block of 32 and multiplied with the
-// codes in integers (quantized_matmul.cpp gives both arithmetics). Both are row-invariant.
-enum class ActivationPrecision { Float32, Int8Blocks };
-// The process's choice: TF_CPU_INT8_ACTIVATIONS=1 takes Int8Blocks, =0 Float32; unset, Float32. Read once.
+// against codes widened to floats, or activations quantized per block of 32 to 8 or 16 bits and multiplied
+// with the codes in integers (quantized_matmul.cpp gives the arithmetics). All are row-invariant.
+enum class ActivationPrecision { Float32, Int8Blocks, Int16Blocks };
+// The process's choice: TF_CPU_INT_ACTIVATIONS=8 takes Int8Blocks, =16 Int16Blocks, =0 Float32; unset,
+// Float32. Read once.
 ActivationPrecision default_activation_precision();
 
 // y[m, n] = sum_k x[m, k] * w[n, k] for `rows` rows of x [rows, cols] (row-major float32); y is [rows, w.rows].
 void quantized_matmul(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y);  // the default
 void quantized_matmul(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y, ActivationPrecision p);
 // The same product in plain C++ (what CPUs without AVX2 + FMA + F16C run, Arm's included), so tests check it
-// on any machine. With Int8Blocks it has the same bits as the AVX2 product (integer sums are exact and the
-// float epilogue is the same unfused operations in the same order).
+// on any machine. With Int8Blocks or Int16Blocks it has the same bits as the AVX2 product (integer sums are exact and
+// the float epilogue is the same unfused operations in the same order).
 void quantized_matmul_portable(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y);
 void quantized_matmul_portable(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y,
                                ActivationPrecision p);
