@@ -82,9 +82,9 @@ ActivationPrecision default_activation_precision() {
   static const ActivationPrecision p = [] {
     const char* v = std::getenv("TF_CPU_INT_ACTIVATIONS");
     const std::string s = v != nullptr ? v : "";
-    return s == "8"    ? ActivationPrecision::Int8Blocks
-           : s == "16" ? ActivationPrecision::Int16Blocks
-                       : ActivationPrecision::Float32;
+    return s == "0"   ? ActivationPrecision::Float32
+           : s == "8" ? ActivationPrecision::Int8Blocks
+                      : ActivationPrecision::Int16Blocks;
   }();
   return p;
 }
