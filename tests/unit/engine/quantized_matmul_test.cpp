@@ -175,10 +175,11 @@ TEST(QuantizedMatmul, GgufBlocksAreRowInvariantAndAccurate) {
 TEST(QuantizedMatmul, IntegerActivationsAreRowInvariantExactAcrossPathsAndAccurate) {
   for (auto [precision, levels] :
        {std::pair{ActivationPrecision::Int8Blocks, 127.0}, std::pair{ActivationPrecision::Int16Blocks, 32767.0}})
-    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K}) {
-      if (t == GgmlType::Q4_K && precision == ActivationPrecision::Int8Blocks) continue;  // 16-bit only
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+      const bool k_quant = t == GgmlType::Q4_K || t == GgmlType::Q6_K;
+      if (k_quant && precision == ActivationPrecision::Int8Blocks) continue;  // 16-bit only
       const auto info = *ggml_type_info(static_cast<std::uint32_t>(t));
-      for (std::int64_t cols : {t == GgmlType::Q4_K ? std::int64_t{512} : std::int64_t{576}, std::int64_t{1536}}) {
+      for (std::int64_t cols : {k_quant ? std::int64_t{512} : std::int64_t{576}, std::int64_t{1536}}) {
         const std::string name = std::string(info.name) + " x " + std::to_string(cols) + ", " +
                                  std::to_string(static_cast<int>(levels)) + " levels";
         const auto q = quantized_matrix(random_blocks(t, 37, cols, static_cast<std::uint32_t>(cols) + 5));
