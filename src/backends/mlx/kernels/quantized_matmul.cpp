@@ -10,15 +10,20 @@
 //   quantized, so the result is as close to the float model as a float32 sum can be.
 // - MLX affine codes. Each weight is computed exactly as MLX dequantizes it, w = rnd(rnd(scale * q) + bias)
 //   in the checkpoint's scale type, and acc += w * x over 8 lanes in element order; y = acc's lanes summed.
-// - Integer activations (ActivationPrecision::Int16Blocks, Int8Blocks; Q4_0, Q4_1 and Q8_0 only). Each row of
-//   x is quantized alone, once per call, per block of 32 at L levels a side (L = 32767 or 127):
+// - Integer activations (ActivationPrecision::Int16Blocks, the default, for Q4_0, Q4_1, Q8_0, Q4_K and Q6_K;
+//   Int8Blocks for the first three, measurement only). Each row of x is quantized alone, once per call, per
+//   block of 32 at L levels a side (L = 32767 or 127):
 //   d = amax / L, a_j = rnd(x_j * (L / amax)) (to nearest, ties to even, |a_j| <= L; all zero for a zero
 //   block). Per weight block, lanes_j (8 int32) = sum of code_i * a_i over elements {2j, 2j+1, 16+2j, 17+2j}
 //   (16-bit: vpmaddwd twice, then an add) or {4j .. 4j+3} (8-bit: vpmaddubsw then vpmaddwd by ones, Q8_0's
 //   signed codes through |code| and a's sign) -- exact: a lane is below 2^24, so its float is exact too. Codes
-//   are unsigned nibbles for Q4_1, nibble - 8 for Q4_0 (so no min term), signed bytes for Q8_0. Then, in k
-//   order, acc = fma(float(lanes), splat(scale * d), acc) lane-wise and for Q4_1 mins = fma(min, s, mins),
-//   s = the float sum of x over the block (as above, not quantized); y = reduce8(acc) (+ mins). Every float
+//   are unsigned nibbles for Q4_1, nibble - 8 for Q4_0 (so no min term), signed bytes for Q8_0; a Q4_K
+//   super-block is 8 such blocks with the float kernel's sub-block scales and mins (Q4_1-like), a Q6_K one 8
+//   blocks of 6-bit signed codes (q - 32) whose two halves of 16 have their own scales, so their lanes
+//   (elements {2j, 2j+1} and {16+2j, 17+2j}) are kept apart and each half takes its own epilogue step, low
+//   half first. Then, in k order, acc = fma(float(lanes), splat(scale * d), acc) lane-wise and, where there
+//   is a min, mins = fma(min, s, mins), s = the float sum of x over the block (as above, not quantized);
+//   y = reduce8(acc) (+ mins). Every float
 //   step is one IEEE operation (fused where written so, std::fma on the portable path), so the AVX2 and the
 //   portable code give the same bits. What it costs in accuracy: |x_j - d * a_j| <= amax / (2L). Measured on
 //   the default model's golden prompts against the float32 activations: 16-bit logits within 1.7e-3 (the
