@@ -33,9 +33,10 @@ QuantizedMatrix quantized_matrix(HostWeight w);
 // against codes widened to floats, or activations quantized per block of 32 to 8 or 16 bits and multiplied
 // with the codes in integers (quantized_matmul.cpp gives the arithmetics). All are row-invariant.
 enum class ActivationPrecision { Float32, Int8Blocks, Int16Blocks };
-// The process's choice, read once: Int16Blocks (the default: greedy agreement with the goldens holds, 1.5-1.7x
-// the float kernel's speed); TF_CPU_INT_ACTIVATIONS=0 takes Float32, =8 Int8Blocks (measurement only: its
-// logits moved by up to 0.44 on the golden prompts and greedy agreement broke).
+// The process's choice, read once: Float32 by default; TF_CPU_INT_ACTIVATIONS=16 takes Int16Blocks (greedy
+// agreement with the goldens holds, 1.3-1.9x the float kernel's speed on one row, but decode log-probabilities
+// move by up to 3.3e-3 from a float one-pass recomputation, over test_sampling.py's 2e-4), =8 Int8Blocks
+// (measurement only: logits moved by up to 0.44 on the golden prompts and greedy agreement broke).
 ActivationPrecision default_activation_precision();
 
 // y[m, n] = sum_k x[m, k] * w[n, k] for `rows` rows of x [rows, cols] (row-major float32); y is [rows, w.rows].
