@@ -107,11 +107,18 @@ HostWeight random_affine(int bits, int group, HostDType dtype, std::int64_t rows
 
 using Product = void (*)(const float*, std::int64_t, const QuantizedMatrix&, float*);
 
-// Row invariance (alone == in a window, every window size, on one thread and on the pool) and accuracy against a double
-// product with the reference-dequantized weights, for the product this machine runs and the portable one.
+// The float32-activation product: row invariance (alone == in a window, every window size, on one thread and on the
+// pool) and accuracy against a double product with the reference-dequantized weights, for the product this machine runs
+// and the portable one.
 void check_product(const QuantizedMatrix& q, const std::string& name) {
-  for (auto [product, kind] : {std::pair<Product, const char*>{quantized_matmul, "native"},
-                               std::pair<Product, const char*>{quantized_matmul_portable, "portable"}}) {
+  const Product native = [](const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y) {
+    quantized_matmul(x, rows, w, y, ActivationPrecision::Float32);
+  };
+  const Product portable = [](const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y) {
+    quantized_matmul_portable(x, rows, w, y, ActivationPrecision::Float32);
+  };
+  for (auto [product, kind] :
+       {std::pair<Product, const char*>{native, "native"}, std::pair<Product, const char*>{portable, "portable"}}) {
     const std::string what = name + " (" + kind + ")";
     const std::int64_t n = q.rows, k = q.cols;
     std::vector<std::int32_t> all(static_cast<std::size_t>(n));
@@ -158,6 +165,80 @@ TEST(QuantizedMatmul, GgufBlocksAreRowInvariantAndAccurate) {
       check_product(q, std::string(info.name) + " x " + std::to_string(cols));
     }
   }
+}
+
+// The integer products (8- and 16-bit activations, L = 127 or 32767 levels a side): row-invariant for windows
+// of 1 to 16 rows on one thread and on the pool, the AVX2 product equal to the portable one bit for bit, and
+// within the error that quantizing x allows: |x_j - d * a_j| <= d / 2 = amax / (2L) per element, so a weight
+// row w errs by at most sum_j amax_b(j) / (2L) * |c_j| with c_j = w_j - min (the part the integer sum
+// carries), bounded here by |w_j| + max_b |w|, plus float32 rounding.
+TEST(QuantizedMatmul, IntegerActivationsAreRowInvariantExactAcrossPathsAndAccurate) {
+  for (auto [precision, levels] :
+       {std::pair{ActivationPrecision::Int8Blocks, 127.0}, std::pair{ActivationPrecision::Int16Blocks, 32767.0}})
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+      const bool k_quant = t == GgmlType::Q4_K || t == GgmlType::Q6_K;
+      if (k_quant && precision == ActivationPrecision::Int8Blocks) continue;  // 16-bit only
+      const auto info = *ggml_type_info(static_cast<std::uint32_t>(t));
+      for (std::int64_t cols : {k_quant ? std::int64_t{512} : std::int64_t{576}, std::int64_t{1536}}) {
+        const std::string name = std::string(info.name) + " x " + std::to_string(cols) + ", " +
+                                 std::to_string(static_cast<int>(levels)) + " levels";
+        const auto q = quantized_matrix(random_blocks(t, 37, cols, static_cast<std::uint32_t>(cols) + 5));
+        const std::int64_t n = q.rows, k = q.cols, max_rows = 16;
+        std::vector<std::int32_t> all(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) all[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i);
+        std::vector<float> w(static_cast<std::size_t>(n * k));
+        dequantize_rows(q, all, w.data());
+        auto x = randn(static_cast<std::size_t>(max_rows * k), 11);
+        for (std::int64_t i = 0; i < 64; ++i) x[static_cast<std::size_t>(3 * k + i)] = 0.0f;  // blocks of zeros
+        std::vector<float> native(static_cast<std::size_t>(max_rows * n)), portable(native.size());
+        {
+          SerialChunks one_thread;
+          for (std::int64_t r = 0; r < max_rows; ++r) {
+            quantized_matmul(x.data() + r * k, 1, q, native.data() + r * n, precision);
+            quantized_matmul_portable(x.data() + r * k, 1, q, portable.data() + r * n, precision);
+          }
+        }
+        ASSERT_EQ(0, std::memcmp(native.data(), portable.data(), native.size() * 4)) << name << ": AVX2 != portable";
+        for (std::int64_t r = 0; r < max_rows; ++r)
+          for (std::int64_t j = 0; j < n; ++j) {
+            double exact = 0, magnitude = 0, bound = 0;
+            for (std::int64_t b = 0; b < k; b += 32) {
+              double amax = 0, wmax = 0;
+              for (std::int64_t i = b; i < b + 32; ++i) {
+                amax = std::max(amax, static_cast<double>(std::fabs(x[r * k + i])));
+                wmax = std::max(wmax, static_cast<double>(std::fabs(w[j * k + i])));
+              }
+              for (std::int64_t i = b; i < b + 32; ++i) {
+                const double p = static_cast<double>(x[r * k + i]) * w[j * k + i];
+                exact += p;
+                magnitude += std::fabs(p);
+                bound += amax / (2 * levels) * (std::fabs(w[j * k + i]) + wmax);
+              }
+            }
+            ASSERT_NEAR(native[r * n + j], exact, 1.001 * bound + 2e-6 * magnitude)
+                << name << ": row " << r << ", column " << j;
+            // Far inside the bound on average (the roundings' errors are independent): a wrong code or scale is not.
+            ASSERT_LT(std::fabs(native[r * n + j] - exact), 0.25 * bound + 1e-6) << name << ": row " << r;
+          }
+        for (const bool is_native : {true, false}) {
+          const char* kind = is_native ? "native" : "portable";
+          for (const bool pool : {false, true}) {
+            std::optional<SerialChunks> one_thread;
+            if (!pool) one_thread.emplace();
+            for (std::int64_t rows = 1; rows <= max_rows; ++rows) {
+              std::vector<float> window(static_cast<std::size_t>(rows * n), NAN);
+              if (is_native)
+                quantized_matmul(x.data(), rows, q, window.data(), precision);
+              else
+                quantized_matmul_portable(x.data(), rows, q, window.data(), precision);
+              ASSERT_EQ(0, std::memcmp(window.data(), native.data(), static_cast<std::size_t>(rows * n) * 4))
+                  << name << " (" << kind << "): a window of " << rows << " rows "
+                  << (pool ? "on the pool" : "on one thread");
+            }
+          }
+        }
+      }
+    }
 }
 
 // The prefill GEMM's dequantization (scale * code + min) against the reference: within a rounding of each value,

@@ -29,11 +29,25 @@ struct QuantizedMatrix {
 // or 8; groups of 32, 64 or 128). Throws std::invalid_argument for anything else.
 QuantizedMatrix quantized_matrix(HostWeight w);
 
+// How the product meets Q4_0, Q4_1 and Q8_0 blocks (other layouts always take Float32): float32 activations
+// against codes widened to floats, or activations quantized per block of 32 to 8 or 16 bits and multiplied
+// with the codes in integers (quantized_matmul.cpp gives the arithmetics). All are row-invariant.
+enum class ActivationPrecision { Float32, Int8Blocks, Int16Blocks };
+// The process's choice, read once: Float32 by default; TF_CPU_INT_ACTIVATIONS=16 takes Int16Blocks (greedy
+// agreement with the goldens holds, 1.3-1.9x the float kernel's speed on one row, but decode log-probabilities
+// move by up to 3.3e-3 from a float one-pass recomputation, over test_sampling.py's 2e-4), =8 Int8Blocks
+// (measurement only: logits moved by up to 0.44 on the golden prompts and greedy agreement broke).
+ActivationPrecision default_activation_precision();
+
 // y[m, n] = sum_k x[m, k] * w[n, k] for `rows` rows of x [rows, cols] (row-major float32); y is [rows, w.rows].
-void quantized_matmul(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y);
+void quantized_matmul(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y);  // the default
+void quantized_matmul(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y, ActivationPrecision p);
 // The same product in plain C++ (what CPUs without AVX2 + FMA + F16C run, Arm's included), so tests check it
-// on any machine.
+// on any machine. With Int8Blocks or Int16Blocks it has the same bits as the AVX2 product (integer sums are exact and
+// the float epilogue is the same unfused operations in the same order).
 void quantized_matmul_portable(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y);
+void quantized_matmul_portable(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y,
+                               ActivationPrecision p);
 
 // Rows first .. first + count - 1 of w as float32 for the prefill GEMM (prefill_gemm.h): GGUF values as
 // scale * code + min (a rounded product, then the sum: the decode kernels' factoring, within a rounding of the
