@@ -14,7 +14,7 @@
 #include "backends/mlx/kernels/chunk_pool.h"
 #include "backends/mlx/kernels/quantized_matrix.h"
 #include "checkpoint/ggml_types.h"
-#include "checkpoint/half_float.h"
+#include "support/random_gguf_blocks.h"
 
 namespace {
 
@@ -22,30 +22,6 @@ double thread_seconds() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
-tf::HostWeight random_blocks(tf::GgmlType type, std::int64_t rows, std::int64_t cols) {
-  const auto info = *tf::ggml_type_info(static_cast<std::uint32_t>(type));
-  tf::HostWeight w;
-  w.name = std::string(info.name);
-  w.rows = rows;
-  w.cols = cols;
-  w.shape = {rows, cols};
-  w.block_type = type;
-  w.group_size = static_cast<int>(info.block_elements);
-  w.bits = 4;
-  const auto blocks = static_cast<std::size_t>(rows * cols / info.block_elements);
-  w.data.resize(blocks * info.block_bytes);
-  std::mt19937 rng(1);
-  for (auto& b : w.data) b = static_cast<std::uint8_t>(rng());
-  const std::uint16_t h = tf::f32_to_f16(0.01f);
-  for (std::size_t i = 0; i < blocks; ++i) {  // finite scales where each type keeps them
-    std::uint8_t* b = w.data.data() + i * info.block_bytes;
-    const std::size_t at = type == tf::GgmlType::Q6_K ? 208 : 0;
-    std::memcpy(b + at, &h, 2);
-    if (type == tf::GgmlType::Q4_1 || type == tf::GgmlType::Q4_K) std::memcpy(b + 2, &h, 2);
-  }
-  return w;
 }
 
 }  // namespace
@@ -63,7 +39,7 @@ int main(int argc, char** argv) {
                                           : tf::GgmlType::Q6_K;
   const std::int64_t out = std::atoll(argv[2]), in = std::atoll(argv[3]), rows = std::atoll(argv[4]);
   const int repeats = argc > 5 ? std::atoi(argv[5]) : 200;
-  const auto q = tf::quantized_matrix(random_blocks(type, out, in));
+  const auto q = tf::quantized_matrix(tf::test_support::random_blocks(type, out, in, 1));
   std::vector<float> x(static_cast<std::size_t>(rows * in)), y(static_cast<std::size_t>(rows * out));
   std::mt19937 rng(2);
   std::normal_distribution<float> d;
