@@ -254,29 +254,25 @@ class Parser {
     }
     Ranges r;
     bool first = true;
-    while (more() && (peek() != ']' || first)) {
-      first = false;
-      Ranges lo_set;
-      char32_t lo;
+    // One member of the class: an escape (a character or a class like \d) or a plain character.
+    const auto class_atom = [&]() -> Ranges {
       if (peek() == '\\') {
         ++i_;
-        lo_set = escape(true);
-      } else {
-        lo_set = {{peek(), peek()}};
-        ++i_;
+        return escape(true);
       }
+      const char32_t c = peek();
+      ++i_;
+      return {{c, c}};
+    };
+    while (more() && (peek() != ']' || first)) {
+      first = false;
+      const Ranges lo_set = class_atom();
+      char32_t lo;
       if (lo_set.size() == 1 && lo_set[0].first == lo_set[0].second && more() && peek() == '-' &&
           i_ + 1 < s_.size() && s_[i_ + 1] != ']') {
         lo = lo_set[0].first;
         ++i_;
-        Ranges hi_set;
-        if (peek() == '\\') {
-          ++i_;
-          hi_set = escape(true);
-        } else {
-          hi_set = {{peek(), peek()}};
-          ++i_;
-        }
+        const Ranges hi_set = class_atom();
         if (hi_set.size() != 1 || hi_set[0].first != hi_set[0].second) fail("a class range ending in a class");
         if (hi_set[0].first < lo) fail("a class range out of order");
         r.emplace_back(lo, hi_set[0].first);
