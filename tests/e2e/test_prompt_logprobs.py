@@ -2,10 +2,11 @@
 (the prompt scored, `max_tokens: 0` for the prompt alone, as lm-eval asks for a log-likelihood) and the
 Responses API's `include: ["message.output_text.logprobs"]` with `top_logprobs`, streamed and not.
 
-Values are checked against a log-softmax recomputed here from the model's own logits (test_sampling.py's
-`reply_rows`: one forward pass over the prompt in `tf_greedy_tool`). Prompt rows are the raw model distribution
-(the whole row at temperature 1, whatever the request's sampling settings); reply rows the processed one.
-Tolerance: LOGPROB_TOL absolute (the tool's rows and the server's differ only in the last bits of float32). Every
+Values are checked against a log-softmax recomputed here from the model's own logits, computed by
+`tf_greedy_tool` as the server computes them (test_sampling.py): prompt rows from one forward pass over the
+prompt (`prefill_rows`), a reply's rows as the server decodes them (`reply_rows`). Prompt rows are the raw model
+distribution (the whole row at temperature 1, whatever the request's sampling settings); reply rows the processed
+one. Tolerance: LOGPROB_TOL absolute (the same rows; float32 log-softmax against float64 here). Every
 case also compares drafted output (the default) with serial output (`"draft": false`): equal exactly.
 """
 
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 from ._serve import sse_events
-from .test_sampling import LOGPROB_TOL, MODEL, complete, processed_log_softmax, reply_rows
+from .test_sampling import LOGPROB_TOL, MODEL, complete, prefill_rows, processed_log_softmax, reply_rows
 
 PROMPTS = [
     "The quick brown fox jumps over the lazy dog. The quick brown fox",
@@ -84,7 +85,7 @@ def test_echo_logprobs_score_the_prompt(client, server, build_dir, default_model
         assert lp.token_logprobs[n:] == plain.logprobs.token_logprobs
         assert lp.top_logprobs[n:] == plain.logprobs.top_logprobs
         assert lp.text_offset[n:] == [len(text) + o for o in plain.logprobs.text_offset]
-    rows = reply_rows(build_dir, default_model_path, ids[:1], ids[1:], tmp_path)
+    rows = prefill_rows(build_dir, default_model_path, ids, tmp_path)
     worst = check_prompt_rows(d.logprobs, ids, rows, 3)
     with capsys.disabled():
         print(f"\nprompt logprobs case {case}: max |ours - recomputed| {worst:.2e} over {n - 1} rows")

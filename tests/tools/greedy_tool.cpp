@@ -5,18 +5,23 @@
 // Where the backend finds greedy tokens itself, each case is decoded a second time by the engine's decoder
 // (decode_stream without drafts: greedy ids, each round queued ahead, ForwardPart::ahead); a case whose tokens
 // differ from the logits path's fails the tool. With "logit_rows": N in the input, each case also gets the
-// prompt's last N logits rows ("prompt_logits"); with "check_rollback": true, verify windows with wrong drafts
-// must give serial decoding's rows before and after each rollback (printed counts; a difference fails the tool).
+// prompt's last N logits rows ("prompt_logits"), from one forward pass over the prompt (prefill arithmetic); with
+// "decode_rows": N - 1 as well, the prompt's last N - 1 tokens are fed one at a time instead, as the server
+// decodes a reply (so rows 2 .. N are decode rows), and "prefill_ends": [...] cuts the prefill before them into
+// chunks ending there, as the server's chunk plan does (engine/chunk_plan.h); with "check_rollback": true, verify
+// windows with wrong drafts must give serial decoding's rows before and after each rollback (printed counts; a
+// difference fails the tool).
 //   tf_greedy_tool MODEL GOLDEN.json STEPS         (MLX; built as tf_cuda_greedy_tool for CUDA)
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <stdexcept>
 
 #include "engine/decode_loop.h"
 #include "engine/sampler.h"
@@ -88,6 +93,10 @@ int main(int argc, char** argv) {
     const int steps = std::stoi(argv[3]);
     const auto vocab = static_cast<std::size_t>(model->info().vocab);
     const std::int64_t logit_rows = golden.value("logit_rows", 1);
+    const std::int64_t decode_rows = golden.value("decode_rows", 0);
+    if (decode_rows > 0 && decode_rows + 1 != logit_rows)
+      throw std::runtime_error("decode_rows must be logit_rows - 1");
+    const auto prefill_ends = golden.value("prefill_ends", std::vector<std::int64_t>{});
     const bool check_rollback = golden.value("check_rollback", false);
     RollbackCounts rollback;
     int rollback_failures = 0;
@@ -102,7 +111,22 @@ int main(int argc, char** argv) {
     for (const auto& c : golden.at("cases")) {
       const auto prompt = c.at("prompt_ids").get<std::vector<std::int32_t>>();
       auto state = model->new_state();
-      const auto prompt_logits = model->forward(*state, prompt, logit_rows);
+      if (static_cast<std::int64_t>(prompt.size()) <= decode_rows) throw std::runtime_error("decode_rows too large");
+      const std::span<const std::int32_t> ids(prompt);
+      const std::size_t prefill = ids.size() - static_cast<std::size_t>(decode_rows);
+      std::size_t start = 0;
+      for (const std::int64_t end : prefill_ends) {
+        if (end <= static_cast<std::int64_t>(start) || end >= static_cast<std::int64_t>(prefill))
+          throw std::runtime_error("prefill_ends must ascend inside the prefill");
+        model->forward(*state, ids.subspan(start, static_cast<std::size_t>(end) - start), 1);
+        start = static_cast<std::size_t>(end);
+      }
+      auto prompt_logits =
+          model->forward(*state, ids.subspan(start, prefill - start), decode_rows > 0 ? 1 : logit_rows);
+      for (std::size_t i = ids.size() - static_cast<std::size_t>(decode_rows); i < ids.size(); ++i) {
+        const auto row = model->forward(*state, ids.subspan(i, 1), 1);
+        prompt_logits.insert(prompt_logits.end(), row.begin(), row.end());
+      }
       auto logits = std::vector<float>(prompt_logits.end() - static_cast<std::ptrdiff_t>(vocab), prompt_logits.end());
       std::vector<std::int32_t> tokens;
       std::vector<double> gaps;
@@ -149,11 +173,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: %ld decode steps, %.1f tokens/s (forward only)\n", argv[0], decoded,
                  static_cast<double>(decoded) / decode_s);
     if (round_cases > 0)
-      std::fprintf(stderr, "%s: the engine's greedy rounds (queued ahead): %d cases, %d differ from the logits path, "
+      std::fprintf(stderr,
+                   "%s: the engine's greedy rounds (queued ahead): %d cases, %d differ from the logits path, "
                    "%.1f rounds/s\n",
                    argv[0], round_cases, round_mismatches, static_cast<double>(rounds_done) / rounds_s);
     if (check_rollback)
-      std::fprintf(stderr, "%s: rollback: %ld verify windows, %ld drafts accepted, %ld rejected mid-window, %d rows "
+      std::fprintf(stderr,
+                   "%s: rollback: %ld verify windows, %ld drafts accepted, %ld rejected mid-window, %d rows "
                    "differ from serial decoding\n",
                    argv[0], rollback.windows, rollback.accepted, rollback.rejected, rollback_failures);
     return round_mismatches == 0 && rollback_failures == 0 ? 0 : 1;

@@ -203,8 +203,9 @@ TEST(QuantizedMatmul, IntegerActivationsAreRowInvariantExactAcrossPathsAndAccura
 }
 
 // The prefill GEMM's dequantization (scale * code + min) against the reference: within a rounding of each value,
-// and the GEMM itself against the reference product.
-TEST(QuantizedMatmul, PrefillGemmMatchesTheReference) {
+// and the GEMM itself against the reference product of the activations the decode rows multiply (quantized where
+// the default product quantizes them) and against the decode rows themselves: one model, sums in another order.
+TEST(QuantizedMatmul, PrefillGemmMatchesTheReferenceAndTheDecodeRows) {
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     const auto info = *ggml_type_info(static_cast<std::uint32_t>(t));
     const std::int64_t n = 37, k = 512, rows = 40;
@@ -217,17 +218,24 @@ TEST(QuantizedMatmul, PrefillGemmMatchesTheReference) {
     for (std::size_t i = 0; i < ref.size(); ++i)
       ASSERT_NEAR(fast[i], ref[i], 4e-7 * std::fabs(ref[i]) + 1e-6) << info.name << " value " << i;
     const auto x = randn(static_cast<std::size_t>(rows * k), 3);
-    std::vector<float> y(static_cast<std::size_t>(rows * n));
+    std::vector<float> seen(x);
+    const bool quantized = activations_as_products_see_them(x.data(), rows, q, seen.data());
+    EXPECT_EQ(quantized, default_activation_precision() != ActivationPrecision::Float32 && t != GgmlType::Q5_K)
+        << info.name;
+    std::vector<float> y(static_cast<std::size_t>(rows * n)), decode(y.size());
     quantized_gemm(x.data(), rows, q, y.data());
+    for (std::int64_t r = 0; r < rows; ++r) quantized_matmul(x.data() + r * k, 1, q, decode.data() + r * n);
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::int64_t j = 0; j < n; ++j) {
         double exact = 0, magnitude = 0;
         for (std::int64_t i = 0; i < k; ++i) {
-          const double p = static_cast<double>(x[r * k + i]) * ref[j * k + i];
+          const double p = static_cast<double>(seen[r * k + i]) * ref[j * k + i];
           exact += p;
           magnitude += std::fabs(p);
         }
         ASSERT_NEAR(y[r * n + j], exact, 2e-6 * magnitude + 1e-30) << info.name << ": row " << r << ", column " << j;
+        ASSERT_NEAR(decode[r * n + j], exact, 2e-6 * magnitude + 1e-30)
+            << info.name << " decode row " << r << ", column " << j;
       }
   }
 }

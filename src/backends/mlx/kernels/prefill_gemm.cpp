@@ -29,9 +29,13 @@ void quantized_gemm(const float* x, std::int64_t rows, const QuantizedMatrix& w,
   constexpr std::int64_t kTileFloats = 4 << 20, kDequantRows = 16;
   const std::int64_t tile_rows =
       std::clamp<std::int64_t>(kTileFloats / w.cols / kDequantRows * kDequantRows, kDequantRows, w.rows);
-  thread_local std::vector<float> scratch;
+  thread_local std::vector<float> scratch, quantized_x;
   std::vector<float>& tile = scratch;  // the calling thread's, also inside the pool's helpers
   tile.resize(static_cast<std::size_t>(tile_rows * w.cols));
+  // Where the decode rows quantize activations (quantized_matrix.h), the chunk multiplies the same quantized
+  // values: prefill and decode rows then compute one model and differ only in the order of float sums.
+  quantized_x.resize(static_cast<std::size_t>(rows * w.cols));
+  if (activations_as_products_see_them(x, rows, w, quantized_x.data())) x = quantized_x.data();
   for (std::int64_t first = 0; first < w.rows; first += tile_rows) {
     const std::int64_t n = std::min(tile_rows, w.rows - first);
     parallel_chunks((n + kDequantRows - 1) / kDequantRows, [&](std::int64_t c) {

@@ -4,7 +4,9 @@
 // For hundreds of rows this runs near the cores' FMA peak, where the row-invariant decode kernels (one weight
 // read per few rows) are bound by decoding the weights. Not row-invariant (BLAS blocks over rows), but a pure
 // function of x and w for a machine and a thread count. Decode and verify rows take quantized_matmul and
-// invariant_matmul.
+// invariant_matmul; where those quantize the activations (16 bits per block of 32, the default for Q4_0, Q4_1,
+// Q8_0, Q4_K, Q6_K), quantized_gemm multiplies the same quantized activations, so prompt rows and decode rows
+// compute one model.
 #include <cstdint>
 
 namespace tf {

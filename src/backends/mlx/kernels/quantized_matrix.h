@@ -29,15 +29,20 @@ struct QuantizedMatrix {
 // or 8; groups of 32, 64 or 128). Throws std::invalid_argument for anything else.
 QuantizedMatrix quantized_matrix(HostWeight w);
 
-// How the product meets Q4_0, Q4_1 and Q8_0 blocks (other layouts always take Float32): float32 activations
-// against codes widened to floats, or activations quantized per block of 32 to 8 or 16 bits and multiplied
-// with the codes in integers (quantized_matmul.cpp gives the arithmetics). All are row-invariant.
+// How the product meets Q4_0, Q4_1, Q8_0, Q4_K and Q6_K blocks (other layouts always take Float32): float32
+// activations against codes widened to floats, or activations quantized per block of 32 to 8 or 16 bits and
+// multiplied with the codes in integers (quantized_matmul.cpp gives the arithmetics). All are row-invariant.
 enum class ActivationPrecision { Float32, Int8Blocks, Int16Blocks };
-// The process's choice, read once: Float32 by default; TF_CPU_INT_ACTIVATIONS=16 takes Int16Blocks (greedy
-// agreement with the goldens holds, 1.3-1.9x the float kernel's speed on one row, but decode log-probabilities
-// move by up to 3.3e-3 from a float one-pass recomputation, over test_sampling.py's 2e-4), =8 Int8Blocks
+// The process's choice, read once: Int16Blocks by default (greedy agreement with the goldens holds; 1.3-1.9x the
+// float kernel's speed on one row; decode rows' log-probabilities are within 3.3e-3 of a float one-pass
+// recomputation). TF_CPU_INT_ACTIVATIONS=0 takes Float32 (the float model's arithmetic, slower), =8 Int8Blocks
 // (measurement only: logits moved by up to 0.44 on the golden prompts and greedy agreement broke).
 ActivationPrecision default_activation_precision();
+
+// x [rows, w.cols] as the default product quantizes it for w (each block of 32 of a row to integers a_j and a
+// scale d, then d * a_j in float32), so that products over float weights (the prefill GEMM) compute the model the
+// decode rows compute. False, and nothing written, where the product takes x as it is (float activations).
+bool activations_as_products_see_them(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* out);
 
 // y[m, n] = sum_k x[m, k] * w[n, k] for `rows` rows of x [rows, cols] (row-major float32); y is [rows, w.rows].
 void quantized_matmul(const float* x, std::int64_t rows, const QuantizedMatrix& w, float* y);  // the default
