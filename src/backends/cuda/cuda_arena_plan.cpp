@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "backends/cuda/ops/op_descriptor.h"
+
 namespace tf::cuda_internal {
 
 ArenaPlan plan_arena(const std::vector<Op>& ops, const std::vector<char>& esc, const Fusion& fusion) {
@@ -27,25 +29,17 @@ ArenaPlan plan_arena(const std::vector<Op>& ops, const std::vector<char>& esc, c
   // Outputs that some kernel must write even when nobody reads them.
   for (int i = 0; i < n_ops; ++i) {
     const Op& op = ops[static_cast<std::size_t>(i)];
-    const bool optional = decode_linear_op(op);  // decode_linear skips outputs nobody reads
-    const bool optional_sum = op.kind == Kind::Add && absorbed_by[static_cast<std::size_t>(i)] >= 0;
-    if (!optional && !optional_sum) needed[static_cast<std::size_t>(i)] = true;
+    const auto optional = op_descriptor(op.kind).output_optional;
+    if (!(optional && optional(op, absorbed_by[static_cast<std::size_t>(i)] >= 0)))
+      needed[static_cast<std::size_t>(i)] = true;
   }
-  // A norm fused into a linear group is never written (its sum, when needed, is); nor is one that writes the
-  // next step's x terms instead. An attention that writes them still writes its output (its combine kernel
-  // reads rows of one split back from there), and so does a SwiGLU group (its terms come besides its rows).
-  for (const Step& st : steps)
-    if (st.dead || (st.prepares_next && st.type != Step::RopeAttend && st.type != Step::SwigluGroup))
-      needed[static_cast<std::size_t>(st.ops[0])] = false;
-  // A fused rope+attend step never writes the rotated k. It writes the rotated q (read in the same step)
-  // only when it runs as rope_kv_write + prefill attention (more than kMaxDecodeRows rows); a decode call's
-  // attention kernel rotates the raw q itself. Nothing else reads the rotated q (the fusion requires it).
-  for (const Step& st : steps)
-    if (st.type == Step::RopeAttend) {
-      const Op& rq = ops[static_cast<std::size_t>(st.ops[1])];
-      needed[static_cast<std::size_t>(st.ops[1])] = rq.out->rows > cuda::kMaxDecodeRows;
-      needed[static_cast<std::size_t>(st.ops[2])] = false;
-    }
+  // A norm fused into a linear group (a dead step) is never written (its sum, when needed, is). The outputs a
+  // fused step does not write are its leader's to say (the rules touch no op of another step).
+  for (const Step& st : steps) {
+    if (st.dead) needed[static_cast<std::size_t>(st.ops[0])] = false;
+    if (auto unwritten = op_descriptor(ops[static_cast<std::size_t>(st.ops[0])].kind).step_outputs)
+      unwritten(ops, st, needed);
+  }
   // Arena plan: first fit over [def step, last use step] of non-escaping outputs.
   std::vector<std::size_t> offset(static_cast<std::size_t>(n_ops), 0);
   std::size_t arena_need = 0;

@@ -21,6 +21,7 @@
 #include "backends/cuda/cuda_tape.h"
 #include "backends/cuda/cuda_tape_runner.h"
 #include "backends/cuda/cuda_weights.h"
+#include "backends/cuda/ops/op_descriptor.h"
 
 namespace tf {
 namespace cuda_internal {
@@ -94,7 +95,7 @@ class CudaBackendImpl final : public CudaBackend {
     Op op(Kind::Embed);
     op.w = weight_view(table);
     op.ids.assign(ids.begin(), ids.end());
-    return record(std::move(op), static_cast<std::int64_t>(ids.size()), table.cols);
+    return record(std::move(op));
   }
 
   Tensor embed(const DeviceWeight& table, const std::shared_ptr<DeviceIds>& ids) override {
@@ -105,7 +106,7 @@ class CudaBackendImpl final : public CudaBackend {
     op.ids.assign(static_cast<std::size_t>(d->rows()), 0);  // placeholders; the dyn block gets d's ids on the device
     op.ids_dev = d->device();
     op.fed = ids;
-    return record(std::move(op), d->rows(), table.cols);
+    return record(std::move(op));
   }
 
   Tensor rms_norm(const Tensor& x, const DeviceWeight& weight, float eps) override {
@@ -116,7 +117,7 @@ class CudaBackendImpl final : public CudaBackend {
     op.a = a;
     op.norm = static_cast<const float*>(blob(weight.data)->ptr);
     op.eps = eps;
-    return record(std::move(op), a->rows, a->cols);
+    return record(std::move(op));
   }
 
   Tensor linear(const Tensor& x, const DeviceWeight& w) override {
@@ -126,7 +127,7 @@ class CudaBackendImpl final : public CudaBackend {
     Op op(Kind::Linear);
     op.a = a;
     op.w = weight_view(w);
-    return record(std::move(op), a->rows, w.rows);
+    return record(std::move(op));
   }
 
   Tensor add(const Tensor& x, const Tensor& y) override {
@@ -135,7 +136,7 @@ class CudaBackendImpl final : public CudaBackend {
     Op op(Kind::Add);
     op.a = a;
     op.b = b;
-    return record(std::move(op), a->rows, a->cols);
+    return record(std::move(op));
   }
 
   Tensor swiglu(const Tensor& gate, const Tensor& up) override {
@@ -144,7 +145,7 @@ class CudaBackendImpl final : public CudaBackend {
     Op op(Kind::Swiglu);
     op.a = a;
     op.b = b;
-    return record(std::move(op), a->rows, a->cols);
+    return record(std::move(op));
   }
 
   Tensor rope(const Tensor& x, int heads, int head_dim, std::span<const StreamRows> runs,
@@ -166,7 +167,7 @@ class CudaBackendImpl final : public CudaBackend {
     op.head_dim = head_dim;
     op.inv_freq = rope_table(head_dim, spec);
     op.interleaved = spec.interleaved;
-    return record(std::move(op), a->rows, a->cols);
+    return record(std::move(op));
   }
 
   Tensor attend(std::span<const StreamRows> runs, int layer, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -200,7 +201,7 @@ class CudaBackendImpl final : public CudaBackend {
       auto& c = dynamic_cast<CudaKvCache&>(*r.cache);
       if (layer == c.st->layers - 1) c.length_ = r.start + r.rows;
     }
-    return record(std::move(op), n, aq->cols);
+    return record(std::move(op));
   }
 
   std::int64_t invariant_rows() const override { return cuda::kMaxDecodeRows; }
@@ -211,7 +212,7 @@ class CudaBackendImpl final : public CudaBackend {
     Op op(Kind::LastRows);
     op.a = a;
     op.first = a->rows - n;
-    return record(std::move(op), n, a->cols);
+    return record(std::move(op));
   }
 
   std::vector<float> to_host(const Tensor& x) override {
@@ -274,6 +275,12 @@ class CudaBackendImpl final : public CudaBackend {
     return raw->shared_from_this();
   }
 
+  // Records `op` with the output shape its kind's rule gives (OpDescriptor::out_shape).
+  Tensor record(Op op) {
+    const OpShape shape = op_descriptor(op.kind).out_shape(op);
+    return record(std::move(op), shape.rows, shape.cols);
+  }
+  // Records `op` with an output of `rows` x `cols` (Upload's shape is the caller's).
   Tensor record(Op op, std::int64_t rows, std::int64_t cols) {
     auto out = std::make_shared<Act>(pool_, rows, cols);
     out->pending = true;

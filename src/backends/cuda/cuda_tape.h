@@ -3,7 +3,6 @@
 // recorded ops (Op). CudaBackend records ops (cuda_backend.cpp); TapeRunner runs them (cuda_tape_runner.h).
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -61,7 +60,9 @@ struct Act final : Tensor::Impl, std::enable_shared_from_this<Act> {
 using ActP = std::shared_ptr<Act>;
 
 // ---- the tape ----
-enum class Kind { Embed, RmsNorm, Linear, Add, Swiglu, Rope, Attend, LastRows, Upload };
+// What each kind does, in every file that runs a tape, is its descriptor's (ops/op_descriptor.h).
+// Count is no kind: the number of kinds (the descriptor table's size).
+enum class Kind { Embed, RmsNorm, Linear, Add, Swiglu, Rope, Attend, LastRows, Upload, Count };
 
 struct Op {
   explicit Op(Kind k) : kind(k) {}
@@ -97,22 +98,7 @@ struct Op {
       for (std::int64_t i = 0; i < r.rows; ++i) p.push_back(r.start + i);
     return p;
   }
-  // Attend: the decode attention's grid of splits along the cache, enough for the largest cache of the call.
-  // 0 for other ops (the tape's signature hashes every op's).
-  int attn_splits() const {
-    if (kind != Kind::Attend || attn.kv_heads <= 0) return 0;
-    std::int64_t cap = 0;
-    for (const Run& r : runs) cap = std::max<std::int64_t>(cap, r.kv ? r.kv->cap : 0);
-    return cuda::decode_attention_max_splits(static_cast<int>(cap), attn.kv_heads);
-  }
 };
-
-// A linear that runs on the decode matmul (decode_linear), in any tape: at most kMaxDecodeRows rows of a
-// weight format it takes. In a prefill tape that is the lm_head over each stream's last row, which then gets
-// a decode row's bits (and ~0.08 ms instead of the SIMT GEMM's 3.7 ms a chunk on the 8B shape).
-inline bool decode_linear_op(const Op& op) {
-  return op.kind == Kind::Linear && op.a->rows <= cuda::kMaxDecodeRows && cuda::decode_linear_supported(op.w);
-}
 
 // A decode tape: every op at most kMaxDecodeRows rows (row-invariant kernels, CUDA graphs, pieces).
 inline bool decode_tape(const std::vector<Op>& ops) {

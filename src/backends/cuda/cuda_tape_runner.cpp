@@ -1,9 +1,10 @@
 // Running the CUDA backend's tapes. Ops are recorded on a tape, not launched: a tape runs when its result is
 // needed (to_host) or before the KV cache must grow. Running a tape:
-//  1. fusion (cuda_fusion.cpp): an add feeding an rms_norm becomes one launch (the residual add fused into
-//     the norm); rope(q) and rope(k) read by an attend go into it (in decode calls into the attention
-//     kernel itself); in decode tapes (every op <= 16 rows), linears that read the same input run as one
-//     launch, and a swiglu of two such linears becomes their epilogue;
+//  1. fusion (cuda_fusion.cpp; each rule is on its op's descriptor in ops/): an add feeding an rms_norm
+//     becomes one launch (the residual add fused into the norm); rope(q) and rope(k) read by an attend go
+//     into it (in decode calls into the attention kernel itself); in decode tapes (every op <= 16 rows),
+//     linears that read the same input run as one launch, and a swiglu of two such linears becomes their
+//     epilogue;
 //  2. memory (cuda_arena_plan.cpp): tensors nobody holds after the tape live in an arena at offsets planned
 //     from the tape alone (first fit over their live ranges); tensors still held by the caller get pool
 //     memory;
@@ -24,6 +25,7 @@
 #include <utility>
 
 #include "backends/cuda/cuda_fusion.h"
+#include "backends/cuda/ops/op_descriptor.h"
 
 namespace tf::cuda_internal {
 
@@ -133,19 +135,9 @@ void TapeRunner::place_outputs(std::vector<Op>& ops, const ArenaPlan& memory) {
 }
 
 void TapeRunner::reserve_launch_buffers(const std::vector<Op>& ops) {
-  std::int64_t max_attn_rows = 0;
-  int max_splits = 1, max_heads = 0, max_dim = 0;
-  std::size_t prefill_need = 0;
-  for (const Op& op : ops) {
-    if (op.kind == Kind::Linear && op.a->rows > cuda::kMaxDecodeRows && cuda::prefill_linear_imma_takes(op.w))
-      prefill_need = std::max(prefill_need, cuda::prefill_imma_scratch_bytes(op.a->rows, op.w.cols));
-    if (op.kind == Kind::Attend && op.out->rows <= cuda::kMaxDecodeRows) {
-      max_attn_rows = std::max(max_attn_rows, op.out->rows);
-      max_splits = std::max(max_splits, op.attn_splits());
-      max_heads = std::max(max_heads, op.attn.heads);
-      max_dim = std::max(max_dim, op.attn.head_dim);
-    }
-  }
+  LaunchBufferNeeds need;
+  for (const Op& op : ops)
+    if (auto add_need = op_descriptor(op.kind).need_buffers) add_need(op, need);
   if (dyn_.size() > dyn_bytes_) {
     TF_CK(cudaStreamSynchronize(stream_));
     clear_graphs();
@@ -159,16 +151,17 @@ void TapeRunner::reserve_launch_buffers(const std::vector<Op>& ops) {
       for (cudaEvent_t& e : dyn_copied_) TF_CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     }
   }
-  if (prefill_need > prefill_scratch_bytes_) {
+  if (need.prefill_need > prefill_scratch_bytes_) {
     TF_CK(cudaStreamSynchronize(stream_));  // a GEMM queued before may still read the old one
     cudaFree(prefill_scratch_);
     prefill_scratch_ = nullptr;
     prefill_scratch_bytes_ = 0;
-    TF_CK(cudaMalloc(&prefill_scratch_, prefill_need));
-    prefill_scratch_bytes_ = prefill_need;
+    TF_CK(cudaMalloc(&prefill_scratch_, need.prefill_need));
+    prefill_scratch_bytes_ = need.prefill_need;
   }
-  if (max_attn_rows > 0) {
-    const std::size_t work = cuda::decode_attention_work_floats(static_cast<int>(max_attn_rows), max_heads, max_dim, max_splits);
+  if (need.max_attn_rows > 0) {
+    const std::size_t work = cuda::decode_attention_work_floats(static_cast<int>(need.max_attn_rows), need.max_heads,
+                                                                need.max_dim, need.max_splits);
     if (work * 4 > attn_work_bytes_) {
       TF_CK(cudaStreamSynchronize(stream_));
       clear_graphs();
@@ -238,6 +231,7 @@ void TapeRunner::signature(const std::vector<Op>& ops, std::vector<std::uint64_t
   };
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = ops[i];
+    const auto computed = op_descriptor(op.kind).signature_word;
     sig.insert(sig.end(), {static_cast<std::uint64_t>(op.kind), static_cast<std::uint64_t>(op.out->rows),
                            static_cast<std::uint64_t>(op.out->cols), static_cast<std::uint64_t>(escapes[i])});
     for (const ActP* in : {&op.a, &op.b, &op.c}) {
@@ -249,7 +243,7 @@ void TapeRunner::signature(const std::vector<Op>& ops, std::vector<std::uint64_t
                            static_cast<std::uint64_t>(op.w.group), static_cast<std::uint64_t>(op.w.dtype), P(op.norm),
                            F(op.eps), static_cast<std::uint64_t>(op.heads), static_cast<std::uint64_t>(op.head_dim),
                            P(op.inv_freq), op.interleaved ? 1u : 0u, static_cast<std::uint64_t>(op.first),
-                           static_cast<std::uint64_t>(op.layer), static_cast<std::uint64_t>(op.attn_splits()),
+                           static_cast<std::uint64_t>(op.layer), computed ? computed(op) : 0,
                            static_cast<std::uint64_t>(op.attn.heads),
                            static_cast<std::uint64_t>(op.attn.kv_heads), static_cast<std::uint64_t>(op.attn.head_dim),
                            F(op.attn.scale)});
@@ -269,51 +263,10 @@ std::uint64_t TapeRunner::hash_words(const std::vector<std::uint64_t>& v) {
 
 std::vector<DynRefs> TapeRunner::build_dyn(const std::vector<Op>& ops) {
   dyn_.clear();
-  auto put = [&](const void* data, std::size_t bytes) {
-    const std::size_t off = align_up(dyn_.size(), 16);
-    dyn_.resize(off + bytes);
-    std::memcpy(dyn_.data() + off, data, bytes);
-    return off;
-  };
+  DynWriter dyn(dyn_);
   std::vector<DynRefs> dref(ops.size());
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const Op& op = ops[i];
-    if (op.kind == Kind::Embed) dref[i].ids = put(op.ids.data(), op.ids.size() * 4);
-    if (op.kind == Kind::Upload) dref[i].ids = put(op.host.data(), op.host.size() * 4);
-    if (op.kind == Kind::Rope) {
-      std::int64_t pos[cuda::kMaxDecodeRows];
-      std::vector<std::int64_t> big;
-      std::int64_t* p = pos;
-      if (op.out->rows > cuda::kMaxDecodeRows) {
-        big.resize(static_cast<std::size_t>(op.out->rows));
-        p = big.data();
-      }
-      const auto positions = op.positions();
-      std::copy(positions.begin(), positions.end(), p);
-      dref[i].pos = put(p, static_cast<std::size_t>(op.out->rows) * 8);
-    }
-    if (op.kind == Kind::Attend) {
-      std::vector<cuda::AttnRow> rows;
-      std::vector<std::int64_t> starts;
-      for (const Op::Run& run : op.runs) {
-        for (std::int64_t r = 0; r < run.rows; ++r) {
-          cuda::AttnRow row;
-          row.k = run.kv->k(op.layer);
-          row.v = run.kv->v(op.layer);
-          row.len = static_cast<std::int32_t>(run.start + r + 1);
-          row.cap = run.kv->cap;
-          row.write_pos = static_cast<std::int32_t>(run.start + r);
-          row.new_from = static_cast<std::int32_t>(run.start);  // the stream's rows in this call start here
-          rows.push_back(row);
-        }
-        starts.push_back(run.start);
-      }
-      dref[i].rows = put(rows.data(), rows.size() * sizeof(cuda::AttnRow));
-      // Each stream's start, for the prefill kernel only. A decode tape's dyn layout must depend on its rows
-      // alone (a graph replays for every tape of the same signature, whatever streams share its rows).
-      if (op.out->rows > cuda::kMaxDecodeRows) dref[i].start = put(starts.data(), starts.size() * 8);
-    }
-  }
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (auto put = op_descriptor(ops[i].kind).put_dyn) put(ops[i], dyn, dref[i]);
   return dref;
 }
 
@@ -327,9 +280,7 @@ void TapeRunner::upload_dyn(const std::vector<Op>& ops, const std::vector<DynRef
   TF_CK(cudaMemcpyAsync(dyn_dev_, host, dyn_.size(), cudaMemcpyHostToDevice, stream_));
   TF_CK(cudaEventRecord(dyn_copied_[static_cast<std::size_t>(slot)], stream_));
   for (std::size_t i = 0; i < ops.size(); ++i)
-    if (ops[i].kind == Kind::Embed && ops[i].ids_dev != nullptr)
-      TF_CK(cudaMemcpyAsync(static_cast<char*>(dyn_dev_) + dref[i].ids, ops[i].ids_dev, ops[i].ids.size() * 4,
-                            cudaMemcpyDeviceToDevice, stream_));
+    if (auto copy = op_descriptor(ops[i].kind).copy_device_dyn) copy(ops[i], dref[i], dyn_dev_, stream_);
 }
 
 void TapeRunner::finish(std::vector<Op>& ops) {

@@ -1,0 +1,15 @@
+#include "backends/cuda/ops/op_descriptor.h"
+
+#include <array>
+#include <cstddef>
+
+namespace tf::cuda_internal {
+
+const OpDescriptor& op_descriptor(Kind kind) {
+  // In Kind's order (tests/unit/cuda/op_descriptor_test.cpp checks that each entry is its kind's).
+  static constexpr std::array<const OpDescriptor*, static_cast<std::size_t>(Kind::Count)> kTable{
+      &embed_op, &rms_norm_op, &linear_op, &add_op, &swiglu_op, &rope_op, &attend_op, &last_rows_op, &upload_op};
+  return *kTable[static_cast<std::size_t>(kind)];
+}
+
+}  // namespace tf::cuda_internal
