@@ -1,5 +1,7 @@
 // Prefill and decode speed of a model on a backend, the engine's own forward passes with no HTTP:
-//   tf_model_speed_bench MODEL [PROMPT_TOKENS=512] [DECODE_TOKENS=128] [REPEATS=3] [MTP_DRAFTS=0]
+//   tf_model_speed_bench MODEL [PROMPT_TOKENS=512] [DECODE_TOKENS=128] [REPEATS=3] [MTP_DRAFTS=0] [DECODE_FROM]
+// DECODE_FROM `empty` decodes in a new state after a 1-token prompt, as llama-bench's tg test does (its context
+// starts empty), so the two decode figures read the same KV lengths; by default decode follows the prompt.
 // With MTP_DRAFTS > 0 (a model with an MTP head), greedy decoding is also run through the engine's decode loop
 // with that many drafts a round from the head (the same tokens as serial decoding: the loop verifies them), and
 // its speed and acceptance are printed beside the loop's serial speed.
@@ -94,13 +96,20 @@ void decode_with_mtp(tf::Model& model, const std::vector<std::int32_t>& prompt, 
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: tf_model_speed_bench MODEL [PROMPT_TOKENS] [DECODE_TOKENS] [REPEATS]\n");
+    std::fprintf(stderr,
+                 "usage: tf_model_speed_bench MODEL [PROMPT_TOKENS] [DECODE_TOKENS] [REPEATS] [MTP_DRAFTS] "
+                 "[DECODE_FROM: prompt|empty]\n");
     return 2;
   }
   const int prompt_n = argc > 2 ? std::stoi(argv[2]) : 512;
   const int decode_n = argc > 3 ? std::stoi(argv[3]) : 128;
   const int repeats = argc > 4 ? std::stoi(argv[4]) : 3;
   const int mtp_drafts = argc > 5 ? std::stoi(argv[5]) : 0;
+  const std::string decode_from = argc > 6 ? argv[6] : "prompt";
+  if (decode_from != "prompt" && decode_from != "empty") {
+    std::fprintf(stderr, "DECODE_FROM: prompt or empty, not %s\n", decode_from.c_str());
+    return 2;
+  }
   auto backend = tf::make_mlx_backend();
   auto model = tf::load_model(argv[1], *backend);
   const auto chunk = model->info().prefill_chunk;
@@ -120,6 +129,10 @@ int main(int argc, char** argv) {
                                                                                    static_cast<std::size_t>(n)), 1);
     }
     const double p = seconds_since(t0);
+    if (decode_from == "empty") {
+      state = model->new_state();
+      logits = model->forward(*state, std::span<const std::int32_t>(prompt).first(1), 1);
+    }
     t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < decode_n; ++i) {
       const std::int32_t one[1] = {tf::sample_token(logits, greedy, 0, state->length())};

@@ -15,7 +15,7 @@
 #    from the same sdist (bench/llama_cpp/sbs.py make8b) and quantized by the llama-quantize just built.
 #    The F16 source (15 GB) is deleted once both quantized files exist.
 # 3. Per model: `llama-bench -t THREADS -p 512 -n 128 -o json`, then ours (`tf_model_speed_bench MODEL 512
-#    128 3`), then one HTTP chat request to llama-server and to `tensorfold serve` (ours also with 4 at once).
+#    128 3 0 empty`: decode from an empty context, as llama-bench's tg), then one HTTP chat request to llama-server and to `tensorfold serve` (ours also with 4 at once).
 #    Each runs alone (never two processes being timed at once). Ours runs under a memory guard (an 8B
 #    Q4_K_M peaks at ~9 GB while it loads), so on a smaller machine it is skipped or stopped with a
 #    message where it does not fit, and llama.cpp's figures are still printed. Nothing waits without a limit.
@@ -269,7 +269,8 @@ for name in ${MODELS//,/ }; do
     echo "{\"error\": \"skipped: $our_skip\"}" >"$RUN/$tag.ours-bench.json"
   else
     log "$tag: ours (memory limit $(mem_limit_mb) MiB)"
-    if [ "${OUR_BENCH[${#OUR_BENCH[@]} - 1]}" = --model ]; then args=("$f"); else args=("$f" "$PP" "$TG" "$REPS"); fi
+    # Decode from an empty context, as the tg test of llama-bench runs: its KV cache starts empty each repeat.
+    if [ "${OUR_BENCH[${#OUR_BENCH[@]} - 1]}" = --model ]; then args=("$f"); else args=("$f" "$PP" "$TG" "$REPS" 0 empty); fi
     rc=0
     $SBS guard "$(mem_limit_mb)" "$OURS_TIMEOUT" -- "${PIN[@]}" "${OUR_BENCH[@]}" "${args[@]}" \
       >"$RUN/$tag.ours-bench.out" 2>&1 || rc=$?
