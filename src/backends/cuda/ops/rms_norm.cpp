@@ -122,32 +122,26 @@ void emit_norm_prepare(const LaunchContext& c, const Step& st, const float* a, c
 // The norm alone, or with its residual add (AddNorm: the sum written as well).
 void launch(const LaunchContext& c, const Step& st) {
   const Op& op = c.ops[static_cast<std::size_t>(st.ops.front())];
+  // An Add fused in front: the norm reads a + b and also writes that sum; alone it reads its input.
+  const float *a = nullptr, *b = nullptr;
+  float* sum = nullptr;
   if (st.type == Step::AddNorm) {
     const Op& addop = c.ops[static_cast<std::size_t>(st.ops[1])];
-    const float* a = c.in_ptr(addop.a);
-    const float* b = c.in_ptr(addop.b);
-    float* sum = addop.out->ptr;
-    if (st.prepares_next) {
-      emit_norm_prepare(c, st, a, b, sum);
-      return;
-    }
-    float* out = op.out->ptr;
-    const float* w = op.norm;
-    const std::int64_t rows = op.out->rows, cols = op.out->cols;
-    const float eps = op.eps;
-    c.launches.push_back({[=](cudaStream_t s) { cuda::rms_norm(a, b, sum, out, w, rows, cols, eps, s); }});
-    return;
+    a = c.in_ptr(addop.a);
+    b = c.in_ptr(addop.b);
+    sum = addop.out->ptr;
+  } else {
+    a = c.in_ptr(op.a);
   }
-  const float* a = c.in_ptr(op.a);
   if (st.prepares_next) {
-    emit_norm_prepare(c, st, a, nullptr, nullptr);
+    emit_norm_prepare(c, st, a, b, sum);
     return;
   }
   float* out = op.out->ptr;
   const float* w = op.norm;
   const std::int64_t rows = op.out->rows, cols = op.out->cols;
   const float eps = op.eps;
-  c.launches.push_back({[=](cudaStream_t s) { cuda::rms_norm(a, nullptr, nullptr, out, w, rows, cols, eps, s); }});
+  c.launches.push_back({[=](cudaStream_t s) { cuda::rms_norm(a, b, sum, out, w, rows, cols, eps, s); }});
 }
 
 }  // namespace
