@@ -75,12 +75,10 @@ def _tool_rows(build_dir, model_path, ids, rows, tmp_path, **options):
 
 def reply_rows(build_dir, model_path, prompt_ids, reply_ids, tmp_path):
     """The logits rows that sampled each reply token of a chat, computed as the server computes them: the prompt
-    prefilled in the chunk plan's chunks (engine/chunk_plan.h: a cut at each message start, the token a chat
-    prompt opens with; these prompts are far shorter than a fixed chunk), then reply[:-1] a token at a time."""
-    assert len(prompt_ids) < 512
-    ends = [i for i in range(1, len(prompt_ids)) if prompt_ids[i] == prompt_ids[0]]
+    prefilled in the chunk plan's chunks (engine/chunk_plan.h: cut at each message start, the token a chat
+    prompt opens with), then reply[:-1] a token at a time."""
     return _tool_rows(build_dir, model_path, prompt_ids + reply_ids[:-1], len(reply_ids), tmp_path,
-                      decode_rows=len(reply_ids) - 1, prefill_ends=ends)
+                      decode_rows=len(reply_ids) - 1, message_start=prompt_ids[0])
 
 
 def prefill_rows(build_dir, model_path, ids, tmp_path, rows=None):

@@ -7,10 +7,10 @@
 // differ from the logits path's fails the tool. With "logit_rows": N in the input, each case also gets the
 // prompt's last N logits rows ("prompt_logits"), from one forward pass over the prompt (prefill arithmetic); with
 // "decode_rows": N - 1 as well, the prompt's last N - 1 tokens are fed one at a time instead, as the server
-// decodes a reply (so rows 2 .. N are decode rows), and "prefill_ends": [...] cuts the prefill before them into
-// chunks ending there, as the server's chunk plan does (engine/chunk_plan.h); with "check_rollback": true, verify
-// windows with wrong drafts must give serial decoding's rows before and after each rollback (printed counts; a
-// difference fails the tool).
+// decodes a reply (so rows 2 .. N are decode rows), and "message_start": ID prefills before them in the chunks
+// the server's chunk plan cuts (engine/chunk_plan.h: at each ID, the token that opens a message); with
+// "check_rollback": true, verify windows with wrong drafts must give serial decoding's rows before and after each
+// rollback (printed counts; a difference fails the tool).
 //   tf_greedy_tool MODEL GOLDEN.json STEPS         (MLX; built as tf_cuda_greedy_tool for CUDA)
 #include <algorithm>
 #include <chrono>
@@ -23,6 +23,7 @@
 #include <span>
 #include <stdexcept>
 
+#include "engine/chunk_plan.h"
 #include "engine/decode_loop.h"
 #include "engine/sampler.h"
 #include "families/model.h"
@@ -96,7 +97,9 @@ int main(int argc, char** argv) {
     const std::int64_t decode_rows = golden.value("decode_rows", 0);
     if (decode_rows > 0 && decode_rows + 1 != logit_rows)
       throw std::runtime_error("decode_rows must be logit_rows - 1");
-    const auto prefill_ends = golden.value("prefill_ends", std::vector<std::int64_t>{});
+    tf::ChunkPlanRule plan_rule;  // the server's, given the token that opens a message
+    plan_rule.chunk = model->info().prefill_chunk;
+    plan_rule.message_start = golden.value("message_start", -1);
     const bool check_rollback = golden.value("check_rollback", false);
     RollbackCounts rollback;
     int rollback_failures = 0;
@@ -115,11 +118,13 @@ int main(int argc, char** argv) {
       const std::span<const std::int32_t> ids(prompt);
       const std::size_t prefill = ids.size() - static_cast<std::size_t>(decode_rows);
       std::size_t start = 0;
-      for (const std::int64_t end : prefill_ends) {
-        if (end <= static_cast<std::int64_t>(start) || end >= static_cast<std::int64_t>(prefill))
-          throw std::runtime_error("prefill_ends must ascend inside the prefill");
-        model->forward(*state, ids.subspan(start, static_cast<std::size_t>(end) - start), 1);
-        start = static_cast<std::size_t>(end);
+      if (plan_rule.message_start >= 0) {  // every chunk of the plan but the last
+        const auto plan = tf::plan_chunks(ids.first(prefill), plan_rule);
+        for (std::size_t k = 0; k + 1 < plan.ends.size(); ++k) {
+          const auto end = static_cast<std::size_t>(plan.ends[k]);
+          model->forward(*state, ids.subspan(start, end - start), 1);
+          start = end;
+        }
       }
       auto prompt_logits =
           model->forward(*state, ids.subspan(start, prefill - start), decode_rows > 0 ? 1 : logit_rows);
