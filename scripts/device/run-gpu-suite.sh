@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole CUDA suite on a GPU machine, in one command (issue 5): build, GPU unit tests, row-invariance
 # tests, the greedy golden of the default model, an openai-SDK request against `tensorfold serve --backend
-# cuda`, prompt caching cached == fresh (bench/prompt_cache/equality.py), the benchmarks; a short table last.
+# cuda`, the tiny qwen3_5 goldens (tests/conformance/qwen3_5_golden_check.py), prompt caching cached ==
+# fresh (bench/prompt_cache/equality.py), the benchmarks; a short table last.
 # Full logs go to $OUT (default ./gpu-suite-out).
 #
 #   scripts/device/run-gpu-suite.sh [--prebuilt DIR] [--model GGUF] [--wheels DIR] [--sysroot DIR]
@@ -64,7 +65,7 @@ else
   use_sysroot "$SYSROOT"
   B0=$(date +%s)
   if configure_cuda "$BIN" >"$OUT/build.log" 2>&1 &&
-     cmake --build "$BIN" -j16 --target tf_cuda_tests tf_cuda_greedy_tool tf_cuda_bench >>"$OUT/build.log" 2>&1; then
+     cmake --build "$BIN" -j16 --target tf_cuda_tests tf_cuda_greedy_tool tf_cuda_mtp_tool tf_cuda_bench >>"$OUT/build.log" 2>&1; then
     if cmake --build "$BIN" -j16 --target tensorfold >>"$OUT/build.log" 2>&1; then
       note build "ok, all targets ($(( $(date +%s) - B0 )) s)"
     else
@@ -92,14 +93,14 @@ run_tests() {  # $1: gtest filter prefix, $2: log name
   note "$2" "$pass passed, $fail failed, $(grep -c '^\[  SKIPPED \] 1 test' "$log") skipped (no GPU?)"
 }
 if [ "$SKIP_TESTS" = 0 ]; then
-  run_tests 'CudaKernels.*:CudaBackend.*' unit_tests
+  run_tests 'CudaKernels.*:CudaBackend*:CudaGatedDelta.*' unit_tests
   grep -E '^\[ sampling \]|^\[ backend \]|Failure|rel_err|differs' "$OUT/unit_tests.log" | head -40
   run_tests 'CudaInvariance.*' invariance_tests
   grep -E '^\[ invariance \]|Failure|differs' "$OUT/invariance_tests.log" | head -40
   # The backend's tests again with every decode step cut into pieces at each layer boundary (the tests'
   # models are too small for the default of 64 ops a piece; docs/cuda.md, "Pieces").
   export TF_CUDA_PIECE_OPS=4 TF_CUDA_PIECE_GROWTH=1
-  run_tests 'CudaBackend.*:CudaInvariance.Backend*' piece_tests
+  run_tests 'CudaBackend*:CudaInvariance.Backend*' piece_tests
   unset TF_CUDA_PIECE_OPS TF_CUDA_PIECE_GROWTH
   grep -E 'Failure|differs' "$OUT/piece_tests.log" | head -20
 fi
@@ -114,6 +115,15 @@ if [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
   fi
 else
   note golden "skipped (no --model)"
+fi
+
+# ---- qwen3_5 on CUDA: the tiny checkpoints' goldens (logits, greedy tokens, rollback of the recurrent state) ----
+if [ "$SKIP_TESTS" = 0 ]; then
+  python3 tests/conformance/qwen3_5_golden_check.py "$BIN/tf_cuda_greedy_tool" "$BIN/tf_cuda_mtp_tool" \
+    "${QWEN_LOGIT_TOL:-1e-4}" \
+    >"$OUT/qwen3_5_goldens.log" 2>&1
+  note qwen3_5_goldens "$(tail -1 "$OUT/qwen3_5_goldens.log")"
+  head -12 "$OUT/qwen3_5_goldens.log"
 fi
 
 # ---- serve + openai SDK ----

@@ -64,7 +64,8 @@ class StateStore {
   virtual std::int64_t length() const = 0;  // positions consumed (all layers agree after a forward)
   // Back to `length`, which may be any position from the start of the last forward call on (a verify
   // window's rejected rows); the state is then bit for bit what running only the first `length` positions
-  // would have left. Attention caches can go back further.
+  // would have left. Attention caches can go back further; recurrent states only into a last call of at
+  // most 16 rows (a decode step or a verify window: longer ones, prefill chunks, keep no inputs to replay).
   virtual void truncate(std::int64_t length) = 0;
   virtual std::size_t bytes() const = 0;  // memory held
   // The state at its length as bytes, and back (the prompt cache; a restored store continues exactly as the

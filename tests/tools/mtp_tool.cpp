@@ -5,7 +5,7 @@
 // {"next_token": g, "logits": [[vocab] per t], "argmax": [per t], "incremental_max_diff": d} to stdout, where
 // d is the largest difference between those logits and the same rows run through the head one at a time (as a
 // stream's drafts build them: the head's KV cache growing row by row).
-//   tf_mtp_tool MODEL IN.json
+//   tf_mtp_tool MODEL IN.json        (MLX; built as tf_cuda_mtp_tool for CUDA)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,7 +13,13 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#ifdef TF_MTP_TOOL_CUDA
+#include "backends/cuda/cuda_backend.h"
+#define TF_MAKE_BACKEND tf::make_cuda_backend
+#else
 #include "backends/mlx/mlx_backend.h"
+#define TF_MAKE_BACKEND tf::make_mlx_backend
+#endif
 #include "engine/sampler.h"
 #include "families/model.h"
 
@@ -23,7 +29,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    auto backend = tf::make_mlx_backend();
+    auto backend = TF_MAKE_BACKEND();
     auto model = tf::load_model(argv[1], *backend);
     tf::DraftHead* head = model->draft_head();
     if (head == nullptr) throw std::runtime_error("the model has no MTP head");

@@ -17,6 +17,7 @@
 
 #include "backends/cuda/cuda_device_ids.h"
 #include "backends/cuda/cuda_kv_cache.h"
+#include "backends/cuda/cuda_recurrent_state.h"
 #include "backends/cuda/cuda_support.h"
 #include "backends/cuda/cuda_tape.h"
 #include "backends/cuda/cuda_tape_runner.h"
@@ -76,6 +77,18 @@ class CudaBackendImpl final : public CudaBackend {
 
   std::unique_ptr<KvCache> new_kv_cache(int layers, int kv_heads, int head_dim) override {
     return std::make_unique<CudaKvCache>(layers, kv_heads, head_dim, [this] {
+      flush();
+      return stream_;
+    });
+  }
+
+  bool has_linear_attention() const override { return true; }
+  std::unique_ptr<RecurrentState> new_recurrent_state(int layers, const GatedDeltaSpec& spec) override {
+    const cuda::GdnShape shape{spec.k_heads, spec.v_heads, spec.k_dim, spec.v_dim, spec.conv_kernel};
+    if (!cuda::gdn_supported(shape))
+      throw std::invalid_argument("new_recurrent_state: the CUDA kernels take key heads of 16, 32, 64 or 128 dims, "
+                                  "v_heads a multiple of k_heads and a conv of at most 8 positions");
+    return std::make_unique<CudaRecurrentState>(layers, shape, [this] {
       flush();
       return stream_;
     });
@@ -148,13 +161,121 @@ class CudaBackendImpl final : public CudaBackend {
     return record(std::move(op));
   }
 
+  Tensor rms_norm_heads(const Tensor& x, const DeviceWeight& weight, int heads, float eps) override {
+    auto a = act(x);
+    if (weight.quantized() || weight.rows != 1 || heads < 1 || a->cols != heads * weight.cols)
+      throw std::invalid_argument("rms_norm_heads: shape");
+    Op op(Kind::RmsNormHeads);
+    op.a = a;
+    op.norm = static_cast<const float*>(blob(weight.data)->ptr);
+    op.eps = eps;
+    op.heads = heads;
+    op.head_dim = static_cast<int>(weight.cols);
+    return record(std::move(op));
+  }
+
+  Tensor head_columns(const Tensor& x, int heads, int block, int offset, int width) override {
+    auto a = act(x);
+    if (heads < 1 || a->cols != static_cast<std::int64_t>(heads) * block || offset < 0 || width < 1 ||
+        offset + width > block)
+      throw std::invalid_argument("head_columns: shape");
+    Op op(Kind::HeadColumns);
+    op.a = a;
+    op.heads = heads;
+    op.head_dim = block;
+    op.col_offset = offset;
+    op.col_width = width;
+    return record(std::move(op));
+  }
+
+  Tensor sigmoid_gate(const Tensor& x, const Tensor& gate) override {
+    auto a = act(x), b = act(gate);
+    if (a->rows != b->rows || a->cols != b->cols) throw std::invalid_argument("sigmoid_gate: shapes differ");
+    Op op(Kind::SigmoidGate);
+    op.a = a;
+    op.b = b;
+    return record(std::move(op));
+  }
+
+  Tensor concat_columns(const Tensor& x, const Tensor& y) override {
+    auto a = act(x), b = act(y);
+    if (a->rows != b->rows) throw std::invalid_argument("concat_columns: row counts differ");
+    Op op(Kind::ConcatColumns);
+    op.a = a;
+    op.b = b;
+    return record(std::move(op));
+  }
+
+  // Two ops: the conv (GdnConv, [n, channels]) and the recurrence over it (GdnRecurrence). Every run is
+  // checked before any stream's state is touched.
+  Tensor gated_delta(std::span<const StreamRows> runs, int layer, const Tensor& qkv, const Tensor& a, const Tensor& b,
+                     const DeviceWeight& conv_weight, const DeviceWeight& a_log, const DeviceWeight& dt_bias,
+                     const GatedDeltaSpec& spec) override {
+    auto x = act(qkv), av = act(a), bv = act(b);
+    const std::int64_t n = x->rows;
+    const cuda::GdnShape shape{spec.k_heads, spec.v_heads, spec.k_dim, spec.v_dim, spec.conv_kernel};
+    if (x->cols != shape.channels() || av->rows != n || bv->rows != n || av->cols != spec.v_heads ||
+        bv->cols != spec.v_heads || conv_weight.quantized() || conv_weight.rows != shape.channels() ||
+        conv_weight.cols != spec.conv_kernel || a_log.cols != spec.v_heads || dt_bias.cols != spec.v_heads ||
+        a_log.quantized() || dt_bias.quantized())
+      throw std::invalid_argument("gated_delta: shapes");
+    const WeightView conv = weight_view(conv_weight), al = weight_view(a_log), dt = weight_view(dt_bias);
+    if (al.dtype != cuda::ElemType::F32 || dt.dtype != cuda::ElemType::F32)
+      throw std::invalid_argument("gated_delta: a_log and dt_bias must be float32 vectors");
+    std::vector<CudaRecurrentState*> states;
+    std::int64_t rows = 0;
+    for (const auto& run : runs) {
+      auto* st = dynamic_cast<CudaRecurrentState*>(run.recurrent);
+      if (st == nullptr) throw std::invalid_argument("gated_delta: a run without a CUDA recurrent state");
+      if (st->shape().channels() != shape.channels() || st->shape().k_dim != shape.k_dim ||
+          st->shape().v_heads != shape.v_heads || st->shape().v_dim != shape.v_dim ||
+          st->shape().conv_kernel != shape.conv_kernel)
+        throw std::invalid_argument("gated_delta: the state has another shape");
+      for (const auto* other : states)
+        if (other == st) throw std::invalid_argument("gated_delta: one state twice in a call");
+      st->check_call(layer, run.start, run.rows);
+      states.push_back(st);
+      rows += run.rows;
+    }
+    if (rows != n) throw std::invalid_argument("gated_delta: the runs do not cover the rows");
+    Op conv_op(Kind::GdnConv);
+    conv_op.a = x;
+    conv_op.w = conv;
+    conv_op.gdn = shape;
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      conv_op.gdn_rows.push_back(states[r]->record(layer, runs[r].start, runs[r].rows, conv,
+                                                   static_cast<const float*>(al.data),
+                                                   static_cast<const float*>(dt.data)));
+      conv_op.gdn_rows.resize(conv_op.gdn_rows.size() + static_cast<std::size_t>(runs[r].rows - 1));
+      conv_op.holds.push_back(states[r]->storage());
+    }
+    Op rec(Kind::GdnRecurrence);
+    rec.gdn = shape;
+    rec.gdn_rows = conv_op.gdn_rows;
+    rec.holds = conv_op.holds;
+    rec.a_log = static_cast<const float*>(al.data);
+    rec.dt_bias = static_cast<const float*>(dt.data);
+    rec.a = act(record(std::move(conv_op)));
+    rec.b = av;
+    rec.c = bv;
+    return record(std::move(rec));
+  }
+
+  // RMSNorm of each head times silu(z): a RmsNormHeads, then a Swiglu with z as the gate (the same steps as
+  // the MLX backend's).
+  Tensor rms_norm_gated(const Tensor& x, const DeviceWeight& weight, const Tensor& z, int heads, float eps) override {
+    const Tensor normed = rms_norm_heads(x, weight, heads, eps);
+    return swiglu(z, normed);
+  }
+
   Tensor rope(const Tensor& x, int heads, int head_dim, std::span<const StreamRows> runs,
               const RopeSpec& spec) override {
     auto a = act(x);
     if (a->cols != static_cast<std::int64_t>(heads) * head_dim) throw std::invalid_argument("rope: shape");
-    if (spec.rotary_dims != 0 && spec.rotary_dims != head_dim)
-      throw std::invalid_argument("rope: partial rotation is not on the CUDA backend yet");
+    const int rotary = spec.rotary_dims == 0 ? head_dim : spec.rotary_dims;
+    if (rotary <= 0 || rotary > head_dim || rotary % 2 != 0) throw std::invalid_argument("rope: rotary dims");
     Op op(Kind::Rope);
+    op.rotary = rotary == head_dim ? 0 : rotary;
     std::int64_t rows = 0;
     for (const auto& r : runs) {
       if (r.rows < 1 || r.start < 0) throw std::invalid_argument("rope: a run without rows");
@@ -165,7 +286,7 @@ class CudaBackendImpl final : public CudaBackend {
     op.a = a;
     op.heads = heads;
     op.head_dim = head_dim;
-    op.inv_freq = rope_table(head_dim, spec);
+    op.inv_freq = rope_table(rotary, spec);  // base^(-2i / rotary dims)
     op.interleaved = spec.interleaved;
     return record(std::move(op));
   }

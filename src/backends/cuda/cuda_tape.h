@@ -62,7 +62,12 @@ using ActP = std::shared_ptr<Act>;
 // ---- the tape ----
 // What each kind does, in every file that runs a tape, is its descriptor's (ops/op_descriptor.h).
 // Count is no kind: the number of kinds (the descriptor table's size).
-enum class Kind { Embed, RmsNorm, Linear, Add, Swiglu, Rope, Attend, LastRows, Upload, Count };
+enum class Kind {
+  Embed, RmsNorm, Linear, Add, Swiglu, Rope, Attend, LastRows, Upload,
+  // the ops of Qwen3.5's gated attention and Gated DeltaNet layers, and of draft heads
+  RmsNormHeads, HeadColumns, SigmoidGate, ConcatColumns, GdnConv, GdnRecurrence,
+  Count
+};
 
 struct Op {
   explicit Op(Kind k) : kind(k) {}
@@ -81,6 +86,16 @@ struct Op {
   int heads = 0, head_dim = 0;
   const float* inv_freq = nullptr;
   bool interleaved = false;
+  int rotary = 0;  // Rope: the dims of a head that turn (partial RoPE); 0: all of them
+  int col_offset = 0, col_width = 0;  // HeadColumns: head_dim holds the block of columns a head has
+  // GdnConv and GdnRecurrence: the layer's shape and parameters, and each row slot's state buffers (dyn
+  // values: which of a stream's two buffers a call reads is decided when it is recorded); `holds` keeps the
+  // streams' state memory alive until the tape has run.
+  cuda::GdnShape gdn;
+  const float* a_log = nullptr;
+  const float* dt_bias = nullptr;
+  std::vector<cuda::GdnRow> gdn_rows;
+  std::vector<std::shared_ptr<const void>> holds;
   std::int64_t first = 0;
   // Rope and Attend: each stream's rows in turn (Rope leaves kv empty).
   struct Run {

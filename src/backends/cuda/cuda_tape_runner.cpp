@@ -221,7 +221,7 @@ void TapeRunner::run_or_capture(std::vector<Op>& ops, const std::vector<DynRefs>
 void TapeRunner::signature(const std::vector<Op>& ops, std::vector<std::uint64_t>& sig, std::vector<char>& escapes) {
   const std::size_t n = ops.size();
   sig.clear();
-  sig.reserve(n * 24 + 8);
+  sig.reserve(n * 34 + 8);
   escapes = tape_escapes(ops);
   auto P = [](const void* p) { return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p)); };
   auto F = [](float f) {
@@ -246,7 +246,11 @@ void TapeRunner::signature(const std::vector<Op>& ops, std::vector<std::uint64_t
                            static_cast<std::uint64_t>(op.layer), computed ? computed(op) : 0,
                            static_cast<std::uint64_t>(op.attn.heads),
                            static_cast<std::uint64_t>(op.attn.kv_heads), static_cast<std::uint64_t>(op.attn.head_dim),
-                           F(op.attn.scale)});
+                           F(op.attn.scale), static_cast<std::uint64_t>(op.rotary),
+                           static_cast<std::uint64_t>(op.col_offset), static_cast<std::uint64_t>(op.col_width),
+                           static_cast<std::uint64_t>(op.gdn.k_heads), static_cast<std::uint64_t>(op.gdn.v_heads),
+                           static_cast<std::uint64_t>(op.gdn.k_dim), static_cast<std::uint64_t>(op.gdn.v_dim),
+                           static_cast<std::uint64_t>(op.gdn.conv_kernel), P(op.a_log), P(op.dt_bias)});
   }
 }
 

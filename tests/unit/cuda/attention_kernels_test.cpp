@@ -26,7 +26,7 @@ TEST(CudaKernels, RopeBothPairingsWithFactors) {
         DevBuf<float> dx(x), out(x.size()), dinv(inv);
         DevBuf<std::int64_t> dpos(pos);
         out.poison();
-        rope(dx.p, out.p, rows, heads, head_dim, dpos.p, dinv.p, interleaved, nullptr);
+        rope(dx.p, out.p, rows, heads, head_dim, head_dim, dpos.p, dinv.p, interleaved, nullptr);
         std::vector<double> ref(x.size());
         for (std::int64_t r = 0; r < rows; ++r)
           for (int h = 0; h < heads; ++h)
@@ -199,8 +199,8 @@ TEST(CudaKernels, RopeKvWriteEqualsRopeThenKvWrite) {
         r2[static_cast<std::size_t>(r)] = {K2.p, V2.p, 0, cap, 17 + r, 0};
       }
       DevBuf<AttnRow> dr1(r1), dr2(r2);
-      rope(dq.p, q1.p, n, heads, d, dpos.p, dinv.p, il, nullptr);
-      rope(dk.p, k1.p, n, kvh, d, dpos.p, dinv.p, il, nullptr);
+      rope(dq.p, q1.p, n, heads, d, d, dpos.p, dinv.p, il, nullptr);
+      rope(dk.p, k1.p, n, kvh, d, d, dpos.p, dinv.p, il, nullptr);
       kv_write(dr1.p, k1.p, dv.p, n, kvh, d, nullptr);
       rope_kv_write(dq.p, dk.p, dv.p, q2.p, dr2.p, dpos.p, dinv.p, il, n, heads, kvh, d, nullptr);
       const auto a = q1.download(), b = q2.download(), ka = K1.download(), kb = K2.download(), va = V1.download(),

@@ -114,7 +114,7 @@ TEST(CudaInvariance, RmsNormRopeEmbed) {
       DevBuf<float> dx(x), out(x.size());
       DevBuf<std::int64_t> dpos(pos);
       out.poison();
-      rope(dx.p, out.p, n, heads, d, dpos.p, dinv.p, false, nullptr);
+      rope(dx.p, out.p, n, heads, d, d, dpos.p, dinv.p, false, nullptr);
       return out.download();
     }, "rope d" + std::to_string(d));
   }

@@ -46,7 +46,8 @@ TEST(CudaOpDescriptors, ShapeRules) {
   linear.w.cols = 64;
   expect_shape(linear, 3, 96);
 
-  for (Kind k : {Kind::RmsNorm, Kind::Add, Kind::Swiglu, Kind::Rope, Kind::Attend}) {
+  for (Kind k : {Kind::RmsNorm, Kind::Add, Kind::Swiglu, Kind::Rope, Kind::Attend, Kind::RmsNormHeads,
+                 Kind::SigmoidGate}) {
     Op op(k);
     op.a = act(7, 40);
     op.b = act(7, 40);
@@ -57,6 +58,31 @@ TEST(CudaOpDescriptors, ShapeRules) {
   last.a = act(10, 32);
   last.first = 7;
   expect_shape(last, 3, 32);
+
+  // A query and its gate interleaved per head (4 heads of 2 x 8 columns): one of them, 4 x 8 columns.
+  Op cols(Kind::HeadColumns);
+  cols.a = act(3, 64);
+  cols.heads = 4;
+  cols.head_dim = 16;
+  cols.col_offset = 8;
+  cols.col_width = 8;
+  expect_shape(cols, 3, 32);
+
+  Op cat(Kind::ConcatColumns);
+  cat.a = act(2, 24);
+  cat.b = act(2, 40);
+  expect_shape(cat, 2, 64);
+
+  // Gated DeltaNet: 2 key heads and 4 value heads of 32 dims: 2*2*32 + 4*32 = 256 conv channels, 128 out.
+  const cuda::GdnShape gdn{2, 4, 32, 32, 4};
+  Op conv(Kind::GdnConv);
+  conv.a = act(5, 256);
+  conv.gdn = gdn;
+  expect_shape(conv, 5, 256);
+  Op rec(Kind::GdnRecurrence);
+  rec.a = act(5, 256);
+  rec.gdn = gdn;
+  expect_shape(rec, 5, 128);
 
   // An upload's values are flat: from_host gives its shape.
   EXPECT_EQ(op_descriptor(Kind::Upload).out_shape, nullptr);

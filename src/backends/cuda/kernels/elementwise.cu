@@ -1,4 +1,4 @@
-// Elementwise kernels: add, SwiGLU (silu(gate) * up), row copies, conversions, random fills for tests and
+// Elementwise kernels: add, SwiGLU (silu(gate) * up), x * sigmoid(gate), row and column copies, conversions, random fills for tests and
 // benchmarks (weights generated on the device, never stored).
 #include <cstdlib>
 
@@ -34,6 +34,41 @@ __global__ void copy_kernel(const float* __restrict__ in, float* __restrict__ ou
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
     out[i] = in[i];
+}
+
+__global__ void sigmoid_gate_kernel(const float* __restrict__ x, const float* __restrict__ g, float* __restrict__ out,
+                                    std::int64_t n) {
+  pdl_launch();
+  pdl_wait();
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    out[i] = __fmul_rn(x[i], __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-g[i]))));
+}
+
+// out element i of [rows, heads * width] from x [rows, heads * block].
+__global__ void head_columns_kernel(const float* __restrict__ x, float* __restrict__ out, std::int64_t n, int heads,
+                                    int block, int offset, int width) {
+  pdl_launch();
+  pdl_wait();
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t row = i / (static_cast<std::int64_t>(heads) * width);
+    const std::int64_t col = i % (static_cast<std::int64_t>(heads) * width);
+    const std::int64_t h = col / width, c = col % width;
+    out[i] = x[row * heads * block + h * block + offset + c];
+  }
+}
+
+__global__ void concat_columns_kernel(const float* __restrict__ a, std::int64_t a_cols, const float* __restrict__ b,
+                                      std::int64_t b_cols, float* __restrict__ out, std::int64_t n) {
+  pdl_launch();
+  pdl_wait();
+  const std::int64_t cols = a_cols + b_cols;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t row = i / cols, col = i % cols;
+    out[i] = col < a_cols ? a[row * a_cols + col] : b[row * b_cols + col - a_cols];
+  }
 }
 
 template <ElemType E>
@@ -106,6 +141,28 @@ void copy_rows(const float* x, std::int64_t first, std::int64_t n, std::int64_t 
   if (n <= 0) return;
   launch_pdl(copy_kernel, dim3(grid_for(n * cols)), dim3(256), 0, s, x + first * cols, out, n * cols);
   check_launch("copy_rows");
+}
+
+void sigmoid_gate(const float* x, const float* gate, float* out, std::int64_t n, cudaStream_t s) {
+  if (n <= 0) return;
+  launch_pdl(sigmoid_gate_kernel, dim3(grid_for(n)), dim3(256), 0, s, x, gate, out, n);
+  check_launch("sigmoid_gate");
+}
+
+void head_columns(const float* x, float* out, std::int64_t rows, int heads, int block, int offset, int width,
+                  cudaStream_t s) {
+  const std::int64_t n = rows * heads * width;
+  if (n <= 0) return;
+  launch_pdl(head_columns_kernel, dim3(grid_for(n)), dim3(256), 0, s, x, out, n, heads, block, offset, width);
+  check_launch("head_columns");
+}
+
+void concat_columns(const float* a, std::int64_t a_cols, const float* b, std::int64_t b_cols, float* out,
+                    std::int64_t rows, cudaStream_t s) {
+  const std::int64_t n = rows * (a_cols + b_cols);
+  if (n <= 0) return;
+  launch_pdl(concat_columns_kernel, dim3(grid_for(n)), dim3(256), 0, s, a, a_cols, b, b_cols, out, n);
+  check_launch("concat_columns");
 }
 
 void convert_to_f32(const void* in, ElemType t, float* out, std::int64_t n, cudaStream_t s) {

@@ -154,16 +154,63 @@ void add(const float* a, const float* b, float* out, std::int64_t n, cudaStream_
 void swiglu(const float* gate, const float* up, float* out, std::int64_t n, cudaStream_t s);
 // Copies rows [first, first + n) of x [*, cols] into out [n, cols].
 void copy_rows(const float* x, std::int64_t first, std::int64_t n, std::int64_t cols, float* out, cudaStream_t s);
+// out = x * sigmoid(gate), elementwise (output-gated attention).
+void sigmoid_gate(const float* x, const float* gate, float* out, std::int64_t n, cudaStream_t s);
+// out [rows, heads * width]: columns offset .. offset + width - 1 of each of the `heads` blocks of `block`
+// columns of x [rows, heads * block].
+void head_columns(const float* x, float* out, std::int64_t rows, int heads, int block, int offset, int width,
+                  cudaStream_t s);
+// out [rows, a_cols + b_cols]: each row of a, then the same row of b.
+void concat_columns(const float* a, std::int64_t a_cols, const float* b, std::int64_t b_cols, float* out,
+                    std::int64_t rows, cudaStream_t s);
 
 // ---- embedding: out[r] = dequantized row ids[r] of the table (ids on the device) --------------------------
 void embed(const WeightView& table, const std::int32_t* ids, std::int64_t rows, float* out, cudaStream_t s);
 
 // ---- RoPE ---------------------------------------------------------------------------------------------
-// Rotates x [rows, heads * head_dim] by positions pos[r] (on the device). inv_freq[i] (device, head_dim/2
-// values) is the angle per position of pair i, freq factors folded in. Pairs (2i, 2i+1) when interleaved,
-// else (i, i + head_dim/2).
-void rope(const float* x, float* out, std::int64_t rows, int heads, int head_dim, const std::int64_t* pos,
+// Rotates x [rows, heads * head_dim] by positions pos[r] (on the device). Only each head's first `rotary`
+// dims turn (partial RoPE: Qwen3.5 turns a quarter of them), the rest are copied; inv_freq[i] (device,
+// rotary/2 values) is the angle per position of pair i, freq factors folded in. Pairs (2i, 2i+1) when
+// interleaved, else (i, i + rotary/2).
+void rope(const float* x, float* out, std::int64_t rows, int heads, int head_dim, int rotary, const std::int64_t* pos,
           const float* inv_freq, bool interleaved, cudaStream_t s);
+
+// ---- Gated DeltaNet (Qwen3.5's linear-attention layers; gated_delta.cu) ---------------------------------
+// A layer's shape: value heads share key heads in consecutive groups; the conv spans conv_kernel positions.
+struct GdnShape {
+  int k_heads = 0, v_heads = 0, k_dim = 0, v_dim = 0, conv_kernel = 4;
+  constexpr std::int64_t channels() const { return 2LL * k_heads * k_dim + static_cast<std::int64_t>(v_heads) * v_dim; }
+};
+constexpr int kGdnMaxConv = 8;
+// Whether the kernels take this shape (k_dim 16, 32, 64 or 128: a lane holds a state column in registers; conv_kernel 1..8; v_heads a multiple
+// of k_heads).
+bool gdn_supported(const GdnShape& s);
+// One row slot of a call: the run of one stream that starts at this row (`rows` > 0), or nothing (0; the
+// run's later rows). Given for every row, so the grid is a function of the call's row count alone and a
+// graph replays whatever streams share its rows. The state is read from the *_in buffers and left in the
+// *_out ones (other buffers: the state before the call stays intact for a rollback). `save`, when set,
+// receives the run's inputs for a replay: qkv rows at save[t * channels], a at save[save_rows * channels
+// + t * v_heads], b after a's save_rows rows.
+struct GdnRow {
+  const float* conv_in = nullptr;  // [conv_kernel - 1, channels], oldest input first
+  float* conv_out = nullptr;
+  const float* state_in = nullptr;  // [v_heads, k_dim, v_dim]
+  float* state_out = nullptr;
+  float* save = nullptr;
+  std::int32_t rows = 0;
+  std::int32_t save_rows = 0;
+};
+// The causal depthwise conv and SiLU: y [n, channels] from qkv [n, channels] (conv_w [channels,
+// conv_kernel] of conv_t), a thread per channel walking its run's rows in order.
+void gdn_conv(const GdnRow* rows, std::int64_t n, const float* qkv, const void* conv_w, ElemType conv_t,
+              const GdnShape& s, float* y, cudaStream_t st);
+// The recurrence over y's q|k|v (q, k L2-normalised per key head, q also by k_dim^-0.5), beta =
+// sigmoid(b), decay = exp(-exp(a_log) * softplus(a + dt_bias)); per value head S = decay S,
+// S += k (beta (v - S^T k))^T, out = S^T q: out [n, v_heads * v_dim]. A warp per (row slot, value head, 32
+// columns of S), its columns in registers, the run's rows in order: a row's bits depend on the state before
+// it and its inputs alone, whatever the call (prefill, decode, verify, replay).
+void gdn_recurrence(const GdnRow* rows, std::int64_t n, const float* y, const float* a, const float* b,
+                    const float* a_log, const float* dt_bias, const GdnShape& s, float* out, cudaStream_t st);
 
 // ---- KV cache and attention -------------------------------------------------------------------------
 // One query row's view of its stream's cache for one layer: K and V are [kv_heads, cap, head_dim] float32.

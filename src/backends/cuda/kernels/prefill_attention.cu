@@ -120,12 +120,13 @@ void prefill_attention(const PrefillAttnArgs& a, cudaStream_t s) {
   if (a.n_rows <= 0) return;
   if (a.kv_heads <= 0 || a.heads % a.kv_heads != 0) throw std::invalid_argument("prefill_attention: heads % kv_heads");
   switch (a.head_dim) {
+    case 32: return launch<32>(a, s);
     case 64: return launch<64>(a, s);
     case 80: return launch<80>(a, s);
     case 96: return launch<96>(a, s);
     case 128: return launch<128>(a, s);
     case 256: return launch<256>(a, s);
-    default: throw std::invalid_argument("prefill_attention: head_dim must be 64, 80, 96, 128 or 256");
+    default: throw std::invalid_argument("prefill_attention: head_dim must be 32, 64, 80, 96, 128 or 256");
   }
 }
 

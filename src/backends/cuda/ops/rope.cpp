@@ -33,7 +33,8 @@ void launch(const LaunchContext& c, const Step& st) {
   const auto* pos = reinterpret_cast<const std::int64_t*>(c.dyn_dev + c.dref[static_cast<std::size_t>(i)].pos);
   const float* inv = op.inv_freq;
   const bool il = op.interleaved;
-  c.launches.push_back({[=](cudaStream_t s) { cuda::rope(a, out, rows, heads, hd, pos, inv, il, s); }});
+  const int rotary = op.rotary != 0 ? op.rotary : hd;
+  c.launches.push_back({[=](cudaStream_t s) { cuda::rope(a, out, rows, heads, hd, rotary, pos, inv, il, s); }});
 }
 
 }  // namespace

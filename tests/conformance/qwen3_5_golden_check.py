@@ -1,0 +1,118 @@
+"""The qwen3_5 golden comparisons, for any backend's greedy and MTP tools: the MLX tests (test_qwen3_5_golden.py,
+test_qwen3_5_mtp.py) and the CUDA suite on the device machine (scripts/device/run-gpu-suite.sh runs this file as a script) share it.
+
+For a variant and each of its prompts: the prompt's last 3 logits rows within the tolerance of the golden's
+(transformers, float64), the greedy tokens equal to the golden's (a divergence only at a near-tie, top-2 gap <
+NEAR_TIE), and verify windows with wrong drafts rejected mid-window equal serial decoding bit for bit before
+and after each rollback of the Gated DeltaNet state (the tool fails otherwise). No pytest here: the device
+machine runs it with a bare python3."""
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+GOLDENS = Path(__file__).resolve().parents[1] / "goldens" / "qwen3_5"
+VARIANTS = ["bf16-mtp", "mlx-4bit", "mlx-mixed", "bonsai-2bit"]
+NEAR_TIE = 1e-3
+
+
+class GoldenMismatch(AssertionError):
+    pass
+
+
+def check_variant(tool, variant, logit_tol, work_dir):
+    """Runs `tool` on the variant's checkpoint and prompts; returns a one-line summary, or raises
+    GoldenMismatch."""
+    golden = json.loads((GOLDENS / variant / "golden.json").read_text())
+    steps = len(golden["greedy"][0])
+    cases = {"cases": [{"prompt_ids": p} for p in golden["prompt_ids"]], "logit_rows": 3, "check_rollback": True}
+    request = Path(work_dir) / f"{variant}.json"
+    request.write_text(json.dumps(cases))
+    run = subprocess.run([str(tool), str(GOLDENS / variant), str(request), str(steps)],
+                         capture_output=True, text=True, timeout=600)
+    if run.returncode != 0:
+        raise GoldenMismatch(f"{variant}: the tool failed: {run.stderr.strip()[-2000:]}")
+    ours = json.loads(run.stdout)["cases"]
+    worst, exact, near_ties = 0.0, 0, 0
+    for i, o in enumerate(ours):
+        got = o["prompt_logits"]
+        want = [x for row in golden["logits"][i] for x in row]
+        if len(got) != len(want):
+            raise GoldenMismatch(f"{variant}: prompt {i}: {len(got)} logits, golden {len(want)}")
+        worst = max(worst, max(abs(a - b) for a, b in zip(got, want)))
+        g = golden["greedy"][i]
+        at = next((k for k, (a, b) in enumerate(zip(g, o["greedy"])) if a != b), None)
+        if at is None:
+            exact += 1
+        elif golden["gaps"][i][at] < NEAR_TIE:
+            near_ties += 1
+        else:
+            raise GoldenMismatch(f"{variant}: prompt {i}: token {at} is {o['greedy'][at]}, golden {g[at]}")
+    rollback = next((line for line in run.stderr.splitlines() if "rollback:" in line), "rollback: (no line)")
+    summary = (f"qwen3_5 {variant}: logits max |diff| {worst:.2e}; greedy {exact}/{len(ours)} exact, "
+               f"{near_ties} near-tie; {rollback.split('rollback: ')[1]}")
+    if worst >= logit_tol:
+        raise GoldenMismatch(f"{summary} (tolerance {logit_tol:.0e})")
+    if "rejected mid-window" not in rollback or " 0 rows differ" not in rollback:
+        raise GoldenMismatch(f"{summary} (rollback check)")
+    return summary
+
+
+def check_mtp(tool, logit_tol, work_dir):
+    """The MTP head of bf16-mtp against the hand-built float64 reference (mtp_golden.json, made by
+    scripts/golden/make_qwen3_5_tiny.py from families-and-formats §1.7's formula): for the 40-token prompt the
+    head's row t pairs the main model's hidden row h_t with the token x_{t+1} (t = 39: the main model's greedy
+    next token), at position t. Its logits at t = 36..39 within the tolerance, its argmax equal at all 40
+    positions, and the rows run one at a time (the head's KV cache growing as a stream's drafts build it) within
+    the tolerance of one pass. Returns a summary line, or raises GoldenMismatch."""
+    golden = GOLDENS / "bf16-mtp"
+    ref = json.loads((golden / "mtp_golden.json").read_text())
+    prompt = ref["prompt_ids"]
+    request = Path(work_dir) / "mtp.json"
+    request.write_text(json.dumps({"prompt_ids": prompt}))
+    run = subprocess.run([str(tool), str(golden), str(request)], capture_output=True, text=True, timeout=600)
+    if run.returncode != 0:
+        raise GoldenMismatch(f"MTP: the tool failed: {run.stderr.strip()[-2000:]}")
+    ours = json.loads(run.stdout)
+    if ref["positions"] != list(range(len(prompt))):
+        raise GoldenMismatch("MTP: the reference's positions are not 0..n-1")
+    if prompt[1:] + [ours["next_token"]] != ref["input_tokens"]:
+        raise GoldenMismatch(f"MTP: the main model's next token {ours['next_token']} differs from the reference's")
+    worst = 0.0
+    for t, want in zip((36, 37, 38, 39), ref["logits"] + [ref["logits_t39"]]):
+        got = ours["logits"][t]
+        if len(got) != len(want):
+            raise GoldenMismatch(f"MTP: row {t} has {len(got)} logits, the reference {len(want)}")
+        worst = max(worst, max(abs(a - b) for a, b in zip(got, want)))
+    agree = sum(a == b for a, b in zip(ours["argmax"], ref["argmax"]))
+    summary = (f"qwen3_5 MTP head: logits (t = 36..39) max |diff| {worst:.2e}; argmax {agree}/{len(ref['argmax'])} "
+               f"positions agree; row-by-row vs one pass max |diff| {ours['incremental_max_diff']:.2e}")
+    if worst >= logit_tol or agree != len(ref["argmax"]) or ours["incremental_max_diff"] >= logit_tol:
+        raise GoldenMismatch(f"{summary} (tolerance {logit_tol:.0e})")
+    return summary
+
+
+def main(argv):
+    """python3 qwen3_5_golden_check.py GREEDY_TOOL MTP_TOOL LOGIT_TOL [VARIANT ...]: the variants' goldens, then
+    the MTP head's; exit 1 when one fails."""
+    if len(argv) < 4:
+        print(main.__doc__, file=sys.stderr)
+        return 2
+    tool, mtp_tool, tol, variants = argv[1], argv[2], float(argv[3]), argv[4:] or VARIANTS
+    checks = [(v, lambda work, v=v: check_variant(tool, v, tol, work)) for v in variants]
+    checks.append(("mtp", lambda work: check_mtp(mtp_tool, tol, work)))
+    failed = 0
+    with tempfile.TemporaryDirectory() as work:
+        for _, check in checks:
+            try:
+                print(check(work))
+            except GoldenMismatch as e:
+                failed += 1
+                print(f"FAILED {e}")
+    print(f"qwen3_5 goldens: {len(checks) - failed} of {len(checks)} checks pass ({', '.join(n for n, _ in checks)})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
