@@ -27,6 +27,7 @@
 
 #include "backends/cuda/cuda_backend.h"
 #include "bench/cuda/random_llama.h"
+#include "bench/cuda/random_qwen3_5.h"
 #include "engine/decode_loop.h"
 #include "engine/sampler.h"
 #include "families/model.h"
@@ -448,6 +449,93 @@ LlamaShape llama8b_shape() {
   s.rope_base = 500000.0f;
   return s;
 }
+// The Qwen3.8-27B shape (issue 36): one-stream greedy decode as a share of the bound (weights + recurrent
+// state read and written + KV bytes a token over the copy bandwidth), verify of 4 rows against 1 (the rows
+// rolled back after each), 8 streams in shared rounds against 1, and a 2k-token prefill. Each step's token
+// comes back to the host before the next is recorded (no steps queued ahead).
+void bench_qwen27b(tf::CudaBackend& be, double bw, bool quick) {
+  using tf::bench::RandomQwen35;
+  RandomQwen35 m(be, tf::bench::qwen27b_shape(), 17);
+  const auto& s = m.shape();
+  const std::string tag = "qwen3_5_27b_q4g64";
+  const std::int64_t ctx = 256;
+  const int steps = quick ? 16 : 64;
+  auto prefilled = [&](std::uint64_t salt) {
+    auto st = m.new_stream();
+    const auto prompt = ids(ctx, s.vocab, salt);
+    const tf::DecoderPart part = st.part(prompt);
+    m.forward_greedy(std::span<const tf::DecoderPart>(&part, 1), 1);
+    return st;
+  };
+  auto decode = [&](std::vector<RandomQwen35::Stream>& streams, int n) {
+    std::vector<std::int32_t> tok(streams.size(), 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) {
+      std::vector<tf::DecoderPart> parts;
+      for (std::size_t k = 0; k < streams.size(); ++k)
+        parts.push_back(streams[k].part(std::span<const std::int32_t>(&tok[k], 1)));
+      tok = m.forward_greedy(parts, 1);
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  std::vector<RandomQwen35::Stream> one;
+  one.push_back(prefilled(1));
+  decode(one, 4);  // captures the graphs
+  std::vector<double> tps;
+  for (int r = 0; r < 3; ++r) tps.push_back(steps / decode(one, steps));
+  const double tok_s = median(tps);
+  const double bytes = m.bytes_per_token(ctx + 3 * steps);
+  result(tag + ".decode_tokens_per_s", tok_s, "tok/s");
+  result(tag + ".bytes_per_token", bytes / 1e9, "GB");
+  result(tag + ".bound_tokens_per_s", bw / bytes, "tok/s");
+  result(tag + ".share_of_bound", tok_s * bytes / bw, "");
+
+  // Verify windows: 1 and 4 rows, then rolled back to where they started (no row kept: nothing to replay).
+  auto window = [&](int rows) {
+    auto& st = one.front();
+    const std::int64_t at = st.length();
+    std::vector<std::int32_t> draft(static_cast<std::size_t>(rows), 5);
+    const tf::DecoderPart part = st.part(draft);
+    std::vector<double> t;
+    for (int r = 0; r < (quick ? 8 : 24); ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      m.forward_greedy(std::span<const tf::DecoderPart>(&part, 1), rows);
+      t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      st.truncate(at);
+    }
+    return median(t);
+  };
+  window(1);
+  window(4);
+  const double w1 = window(1), w4 = window(4);
+  result(tag + ".verify1_ms", w1, "ms");
+  result(tag + ".verify4_ms", w4, "ms");
+  result(tag + ".verify4_over_1", w4 / w1, "x");
+
+  // 8 streams in shared rounds.
+  std::vector<RandomQwen35::Stream> eight;
+  for (std::uint64_t k = 0; k < 8; ++k) eight.push_back(prefilled(10 + k));
+  decode(eight, 4);
+  std::vector<double> agg;
+  for (int r = 0; r < 3; ++r) agg.push_back(8.0 * (steps / 2) / decode(eight, steps / 2));
+  result(tag + ".aggregate8_tokens_per_s", median(agg), "tok/s");
+  result(tag + ".aggregate8_over_1", median(agg) / tok_s, "x");
+  eight.clear();
+
+  // A 2k-token prompt in one call (the Gated DeltaNet layers walk it position by position).
+  std::vector<double> pf;
+  for (int r = 0; r < (quick ? 1 : 2); ++r) {
+    auto st = m.new_stream();
+    const auto prompt = ids(2048, s.vocab, 99 + static_cast<std::uint64_t>(r));
+    const tf::DecoderPart part = st.part(prompt);
+    const auto t0 = std::chrono::steady_clock::now();
+    m.forward_greedy(std::span<const tf::DecoderPart>(&part, 1), 1);
+    pf.push_back(2048.0 / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  result(tag + ".prefill_2k_tokens_per_s", pf.back(), "tok/s");
+  (void)be;
+}
+
 LlamaShape class27b_shape() {
   LlamaShape s;
   s.name = "class_27b_shape";
@@ -573,7 +661,7 @@ int main(int argc, char** argv) {
     else if (a == "--quick") quick = true;
     else {
       std::fprintf(stderr,
-                   "usage: tf_cuda_bench [--section smollm2_shape|llama8b|class27b|verify27b|aggregate_smollm2|aggregate27b|aggregate_model|matmul|model|profile_smollm2|profile_8b|profile_27b_1|profile_27b_8]... [--model PATH] "
+                   "usage: tf_cuda_bench [--section smollm2_shape|llama8b|class27b|qwen27b|verify27b|aggregate_smollm2|aggregate27b|aggregate_model|matmul|model|profile_smollm2|profile_8b|profile_27b_1|profile_27b_8]... [--model PATH] "
                    "[--json FILE] [--quick]\n");
       return 2;
     }
@@ -606,6 +694,9 @@ int main(int argc, char** argv) {
         auto b = tf::make_cuda_backend();
         RandomLlama m(*b, class27b_shape(), 13);
         bench_decode(*b, m, "class27b_q4g64", 256, 64, bw, !quick);
+      } else if (sec == "qwen27b") {
+        auto b = tf::make_cuda_backend();
+        bench_qwen27b(*b, bw, quick);
       } else if (sec == "aggregate_smollm2") {
         auto b = tf::make_cuda_backend();
         RandomLlama m(*b, smollm2_shape(), 11);
