@@ -126,6 +126,20 @@ if [ "$SKIP_TESTS" = 0 ]; then
   head -12 "$OUT/qwen3_5_goldens.log"
 fi
 
+# ---- qwen3_5 served on CUDA: drafted == serial == concurrent, context copies (60 cases) and MTP drafts ----
+if [ "$SKIP_TESTS" = 0 ] && [ -n "$WHEELS" ] && [ -d "$WHEELS" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/tf-site \
+    "$WHEELS"/*.whl >"$OUT/wheels.log" 2>&1 && export PYTHONPATH=/tmp/tf-site:${PYTHONPATH:-}
+  if [ -x "$BIN/tensorfold" ]; then
+    TF_BUILD_DIR=$BIN TF_E2E_BACKEND=cuda timeout 900 python3 -m pytest -q -p no:cacheprovider -s \
+      tests/e2e/test_qwen3_5_serving.py tests/e2e/test_qwen3_5_mtp_serving.py >"$OUT/qwen3_5_serving.log" 2>&1
+    note qwen3_5_serving "$(tail -1 "$OUT/qwen3_5_serving.log")"
+    grep -E 'accept|passed|failed|FAILED|Error' "$OUT/qwen3_5_serving.log" | head -12
+  else
+    note qwen3_5_serving "skipped (no tensorfold binary)"
+  fi
+fi
+
 # ---- serve + openai SDK ----
 if [ -n "$WHEELS" ] && [ -d "$WHEELS" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/tf-site \

@@ -122,6 +122,15 @@ def start_serve(binary: Path, model: Path, args: list, workdir: Path, api_key: s
         pytest.fail(f"tensorfold serve printed no report within {START_TIMEOUT_S} s:\n{err.read_text()}",
                     pytrace=False)
     server = ServeProcess(proc, port, out.read_text(), out, err, api_key)
+    # TF_E2E_BACKEND=cuda (the device suite) makes every server prove it runs on that backend: `auto` picks
+    # CUDA where a device is visible, and a silent fallback would test the other backend.
+    want = os.environ.get("TF_E2E_BACKEND")
+    if want:
+        m = re.search(r"^\s*backend\s+(\S+)", server.report, re.M)
+        if m is None or m.group(1) != want:
+            proc.kill()
+            pytest.fail(f"TF_E2E_BACKEND={want}, but the server reports backend {m.group(1) if m else '?'}",
+                        pytrace=False)
     while time.monotonic() < deadline:
         try:
             if server.raw("GET", "/health", auth=False, timeout=5).status == 200:
