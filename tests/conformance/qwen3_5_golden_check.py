@@ -24,12 +24,15 @@ class GoldenMismatch(AssertionError):
 def check_variant(tool, variant, logit_tol, work_dir):
     """Runs `tool` on the variant's checkpoint and prompts; returns a one-line summary, or raises
     GoldenMismatch."""
-    golden = json.loads((GOLDENS / variant / "golden.json").read_text())
+    # A variant is a folder of tests/goldens/qwen3_5, or a checkpoint directory holding its own golden.json
+    # (scripts/golden/qwen3_5_dequant_variants.py makes such diagnostic variants).
+    folder = Path(variant) if Path(variant, "golden.json").is_file() else GOLDENS / variant
+    golden = json.loads((folder / "golden.json").read_text())
     steps = len(golden["greedy"][0])
     cases = {"cases": [{"prompt_ids": p} for p in golden["prompt_ids"]], "logit_rows": 3, "check_rollback": True}
-    request = Path(work_dir) / f"{variant}.json"
+    request = Path(work_dir) / f"{folder.name}.json"
     request.write_text(json.dumps(cases))
-    run = subprocess.run([str(tool), str(GOLDENS / variant), str(request), str(steps)],
+    run = subprocess.run([str(tool), str(folder), str(request), str(steps)],
                          capture_output=True, text=True, timeout=600)
     if run.returncode != 0:
         raise GoldenMismatch(f"{variant}: the tool failed: {run.stderr.strip()[-2000:]}")
@@ -94,14 +97,16 @@ def check_mtp(tool, logit_tol, work_dir):
 
 
 def main(argv):
-    """python3 qwen3_5_golden_check.py GREEDY_TOOL MTP_TOOL LOGIT_TOL [VARIANT ...]: the variants' goldens, then
-    the MTP head's; exit 1 when one fails."""
+    """python3 qwen3_5_golden_check.py GREEDY_TOOL MTP_TOOL LOGIT_TOL [VARIANT ...]: the variants' goldens (a
+    VARIANT is a folder of tests/goldens/qwen3_5 or a checkpoint directory with its golden.json), then the MTP
+    head's (MTP_TOOL "-": not); exit 1 when one fails."""
     if len(argv) < 4:
         print(main.__doc__, file=sys.stderr)
         return 2
     tool, mtp_tool, tol, variants = argv[1], argv[2], float(argv[3]), argv[4:] or VARIANTS
     checks = [(v, lambda work, v=v: check_variant(tool, v, tol, work)) for v in variants]
-    checks.append(("mtp", lambda work: check_mtp(mtp_tool, tol, work)))
+    if mtp_tool != "-":
+        checks.append(("mtp", lambda work: check_mtp(mtp_tool, tol, work)))
     failed = 0
     with tempfile.TemporaryDirectory() as work:
         for _, check in checks:
