@@ -4,7 +4,9 @@ overrides set to false, each with the golden.json it must still match. Made for 
 bug (docs/cuda.md, "Gated DeltaNet and gated attention"): the variant whose dense modules make CUDA match points
 at the quantized path that does not. On the CPU every variant matches the golden to 8.6e-7.
 
-  python3 scripts/golden/qwen3_5_dequant_variants.py [OUT_DIR]    (default .cuda-carry/diag)
+  python3 scripts/golden/qwen3_5_dequant_variants.py [OUT_DIR] [--exact]    (default .cuda-carry/diag)
+--exact dequantizes in float32 without the rounding (s*q + b): the values the CUDA kernels multiply by; on the
+CPU that variant misses the golden by the same 2.16e-2 as CUDA does (session 24).
   python3 tests/conformance/qwen3_5_golden_check.py TOOL - 1e-4 OUT_DIR/q4-all-dense OUT_DIR/q4-ab-dense ...
 """
 import json, shutil, struct, sys
@@ -12,7 +14,9 @@ from pathlib import Path
 import numpy as np
 
 SRC = Path(__file__).resolve().parents[2] / "tests" / "goldens" / "qwen3_5" / "mlx-4bit"
-OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(".cuda-carry/diag")
+ARGS = [a for a in sys.argv[1:] if a != "--exact"]
+EXACT = "--exact" in sys.argv[1:]
+OUT = Path(ARGS[0]) if ARGS else Path(".cuda-carry/diag")
 
 def read(path):
     b = path.read_bytes(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n]); return h, b[8 + n:]
@@ -41,7 +45,7 @@ def make(tag, pick):
         rows, wpr = q.shape; cols = wpr * 8; g = cols // s.shape[1]
         codes = ((q[:, :, None] >> (4 * np.arange(8, dtype=np.uint32))) & 0xF).reshape(rows, cols).astype(np.float32)
         sc = np.repeat(s, g, axis=1); bb = np.repeat(bi, g, axis=1)
-        w = bf16_round(bf16_round(sc * codes) + bb)
+        w = (sc * codes + bb) if EXACT else bf16_round(bf16_round(sc * codes) + bb)
         out[mod + ".weight"] = ("F32", [rows, cols], w.astype(np.float32).tobytes())
         for suf in (".weight", ".scales", ".biases"):
             del h[mod + suf]
@@ -67,6 +71,9 @@ def make(tag, pick):
         shutil.copy(SRC / f, d / f)
     print(tag, "dequantized", sum(1 for m in mods if pick(m)), "of", len(mods))
 
+if EXACT:
+    make("q4-all-exact", lambda m: True)
+    sys.exit(0)
 make("q4-ab-dense", lambda m: m.endswith("in_proj_a") or m.endswith("in_proj_b"))
 make("q4-embed-dense", lambda m: m.endswith("embed_tokens"))
 make("q4-all-dense", lambda m: True)

@@ -39,7 +39,7 @@ std::vector<LinCase> linear_cases() {
   v.push_back({4, 32, ElemType::F16, 200, 4096});     // groups of 32 (integer tensor cores)
   v.push_back({4, 64, ElemType::BF16, 16400, 4096});  // 1,025 tiles: eight tiles a block (integer tensor cores)
   // The tiny qwen3_5 MLX checkpoints (hidden 128): K of two groups, and in_proj_a/b's 4 rows (a quarter of a
-  // tile). Their goldens' logits are 2e-2 off on CUDA while bf16 and expanded 2-bit ones match (session 24).
+  // tile): the kernels match float64 here (session 24: 6.4e-6 over all cases).
   v.push_back({4, 64, ElemType::BF16, 4, 128});
   v.push_back({4, 64, ElemType::BF16, 256, 128});
   v.push_back({4, 64, ElemType::F32, 320, 128});
