@@ -7,7 +7,8 @@ prefill takes its many-row kernels). Standard library only.
 
   python3 bench/prompt_cache/equality.py --bin BIN [--model M] [--serve-arg=--backend=cuda] [--turns 3]
 
-Exit status 1 on any mismatch or missing restore; prints one line per turn and a summary line last.
+Exit status 1 on any mismatch or missing restore; prints one line per turn (a differing one also where the
+replies part, with both servers' top log-probabilities there) and a summary line last.
 """
 
 from __future__ import annotations
@@ -24,6 +25,22 @@ CONVERSATIONS = [  # (system, words per user message)
     ("You are a terse assistant.", 12),
     ("You answer in one sentence.", 700),
 ]
+
+
+def first_difference(a: dict, b: dict) -> str:
+    """Where two replies part, with each server's top two log-probabilities there and at the token before: a gap
+    of rounding size says the states differ in their last bits; a large one, that one of them is wrong."""
+    ids_a, ids_b = a["choices"][0]["token_ids"], b["choices"][0]["token_ids"]
+    k = next((i for i, (x, y) in enumerate(zip(ids_a, ids_b)) if x != y), min(len(ids_a), len(ids_b)))
+
+    def tops(r: dict, i: int) -> str:
+        content = (r["choices"][0].get("logprobs") or {}).get("content") or []
+        if i < 0 or i >= len(content):
+            return "-"
+        return ", ".join(f"{t['token']!r} {t['logprob']:.7f}" for t in content[i].get("top_logprobs", []))
+
+    return (f"first difference at reply token {k}: cached [{tops(a, k)}] fresh [{tops(b, k)}]; "
+            f"token {k - 1}: cached [{tops(a, k - 1)}] fresh [{tops(b, k - 1)}]")
 
 
 def main() -> None:
@@ -49,8 +66,8 @@ def main() -> None:
                 messages = [{"role": "system", "content": f"{system} (case {ci}.{si})"}]
                 for turn in range(1, args.turns + 1):
                     messages.append({"role": "user", "content": filler(turn + 10 * si, words)})
-                    a = cached.chat(messages, max_tokens=args.max_tokens, **sampling)
-                    b = fresh.chat(messages, max_tokens=args.max_tokens, **sampling)
+                    a = cached.chat(messages, max_tokens=args.max_tokens, logprobs=True, top_logprobs=2, **sampling)
+                    b = fresh.chat(messages, max_tokens=args.max_tokens, logprobs=True, top_logprobs=2, **sampling)
                     ids_a, ids_b = a["choices"][0]["token_ids"], b["choices"][0]["token_ids"]
                     restored = cached_tokens(a["usage"])
                     ok = ids_a == ids_b and (turn == 1 or restored > 0) and cached_tokens(b["usage"]) == 0
@@ -60,6 +77,8 @@ def main() -> None:
                           + ("" if ok else "  <-- FAIL"), flush=True)
                     if not ok:
                         failures.append(f"case {ci}.{si} turn {turn}")
+                        if ids_a != ids_b:
+                            print("    " + first_difference(a, b), flush=True)
                     messages.append({"role": "assistant", "content": a["choices"][0]["message"]["content"] or ""})
     print(f"prompt cache equality: {checked - len(failures)}/{checked} turns equal to fresh with restores"
           + (f"; failed: {', '.join(failures)}" if failures else ""))
