@@ -533,7 +533,6 @@ void bench_qwen27b(tf::CudaBackend& be, double bw, bool quick) {
     pf.push_back(2048.0 / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   result(tag + ".prefill_2k_tokens_per_s", pf.back(), "tok/s");
-  (void)be;
 }
 
 LlamaShape class27b_shape() {

@@ -227,10 +227,7 @@ class CudaBackendImpl final : public CudaBackend {
     for (const auto& run : runs) {
       auto* st = dynamic_cast<CudaRecurrentState*>(run.recurrent);
       if (st == nullptr) throw std::invalid_argument("gated_delta: a run without a CUDA recurrent state");
-      if (st->shape().channels() != shape.channels() || st->shape().k_dim != shape.k_dim ||
-          st->shape().v_heads != shape.v_heads || st->shape().v_dim != shape.v_dim ||
-          st->shape().conv_kernel != shape.conv_kernel)
-        throw std::invalid_argument("gated_delta: the state has another shape");
+      if (!(st->shape() == shape)) throw std::invalid_argument("gated_delta: the state has another shape");
       for (const auto* other : states)
         if (other == st) throw std::invalid_argument("gated_delta: one state twice in a call");
       st->check_call(layer, run.start, run.rows);

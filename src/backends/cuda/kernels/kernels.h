@@ -180,6 +180,10 @@ void rope(const float* x, float* out, std::int64_t rows, int heads, int head_dim
 struct GdnShape {
   int k_heads = 0, v_heads = 0, k_dim = 0, v_dim = 0, conv_kernel = 4;
   constexpr std::int64_t channels() const { return 2LL * k_heads * k_dim + static_cast<std::int64_t>(v_heads) * v_dim; }
+  bool operator==(const GdnShape& o) const {  // written out: the CUDA files compile as C++17
+    return k_heads == o.k_heads && v_heads == o.v_heads && k_dim == o.k_dim && v_dim == o.v_dim &&
+           conv_kernel == o.conv_kernel;
+  }
 };
 constexpr int kGdnMaxConv = 8;
 // Whether the kernels take this shape (k_dim 16, 32, 64 or 128: a lane holds a state column in registers; conv_kernel 1..8; v_heads a multiple
