@@ -68,7 +68,7 @@ DeviceWeight dense_weight(const std::vector<float>& v, std::int64_t rows, std::i
 }
 
 // Affine codes go to the device in the tiled layout when the format allows (tiled_layout.h: the
-// tensor-core decode kernel reads it), else as the checkpoint stores them.
+// tensor-core decode kernel reads it), else as the checkpoint stores them (2-bit codes always).
 Tensor upload_codes(const HostWeight& w) {
   const std::int64_t wpr = w.cols * w.bits / 32;
   if (!cuda::tileable(w.bits, w.group_size, w.cols)) {
@@ -101,6 +101,17 @@ void add_tiled_scale_bias(DeviceWeight& d, cudaStream_t stream) {
   d.scales = Tensor(grown);
 }
 
+// Whether affine codes of this format stay packed on the device: the formats the SIMT decode kernel
+// (decode_linear.cu) and the prefill GEMM both take. 2-bit codes go in 16-byte chunks of 64, each in one
+// group, so their groups are multiples of 64; 2-bit is never tiled (tiled_layout.h), so it never reaches the
+// tensor-core kernels.
+bool kept_packed(int bits, int group, std::int64_t cols) {
+  if (group <= 0 || cols % group != 0) return false;
+  if (bits == 4 || bits == 8) return group % 32 == 0;
+  if (bits == 2) return group % 64 == 0;
+  return false;
+}
+
 }  // namespace
 
 DeviceWeight upload_weight(const HostWeight& w) {
@@ -110,9 +121,8 @@ DeviceWeight upload_weight(const HostWeight& w) {
   d.rows = w.rows;
   d.cols = w.cols;
   const auto elems = static_cast<std::size_t>(w.rows * w.cols);
-  const bool fast_affine = (w.bits == 4 || w.bits == 8) && w.group_size % 32 == 0 && w.cols % w.group_size == 0;
-  if (w.bits != 0 && !fast_affine) {
-    // Bit widths without a kernel yet: dequantized at load (reference rounding: scale*q, then + bias).
+  if (w.bits != 0 && !kept_packed(w.bits, w.group_size, w.cols)) {
+    // Formats without a kernel: dequantized at load (reference rounding: scale*q, then + bias).
     const auto groups = static_cast<std::size_t>(w.rows * (w.cols / w.group_size));
     const auto sc = host_to_f32(w.scales, w.dtype, groups), bi = host_to_f32(w.biases, w.dtype, groups);
     std::vector<float> dense(elems);
@@ -191,8 +201,10 @@ DeviceWeight random_device_weight(std::int64_t rows, std::int64_t cols, int bits
     d.data = Tensor(blob);
     return d;
   }
-  if ((bits != 4 && bits != 8) || group % 32 != 0 || cols % group != 0)
-    throw std::invalid_argument("random_weight: bits 4 or 8, group a multiple of 32 dividing cols");
+  if (!kept_packed(bits, group, cols))
+    throw std::invalid_argument(
+        "random_weight: bits 4 or 8 with a group a multiple of 32, or bits 2 with a group a multiple of 64, "
+        "dividing cols");
   // Random codes: the tiled layout is a permutation of words, so only its padding rows need room.
   const std::int64_t code_rows = cuda::tileable(bits, group, cols) ? cuda::tiled_rows(rows) : rows;
   auto codes = std::make_shared<DeviceBlob>(static_cast<std::size_t>(code_rows * cols * bits / 8), ElemType::F32);

@@ -36,8 +36,9 @@ inline DeviceBlob* blob(const Tensor& t) {
 }
 
 // A HostWeight on the device: dense f16/bf16 as they are, norms and f32 as float32; 4- and 8-bit affine codes
-// in the tiled layout where the format allows, float32 scales and biases as f16 where every value is exact;
-// other bit widths dequantized to float32.
+// (groups a multiple of 32) in the tiled layout where the format allows, 2-bit codes (groups a multiple of 64)
+// as the checkpoint stores them, float32 scales and biases as f16 where every value is exact; other bit
+// widths and groups dequantized to float32.
 DeviceWeight upload_weight(const HostWeight& w);
 // CudaBackend::random_weight (cuda_backend.h), generated on `stream`; waits for it.
 DeviceWeight random_device_weight(std::int64_t rows, std::int64_t cols, int bits, int group, HostDType dtype,

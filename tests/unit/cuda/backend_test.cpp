@@ -12,6 +12,8 @@ namespace {
 
 struct Dims {
   std::int64_t hidden = 256, layers = 2, heads = 4, kv_heads = 2, head_dim = 64, ffn = 512, vocab = 1000;
+  // Ternary Bonsai's format: every linear 2-bit in groups of 128, the (tied) embedding 2-bit in groups of 64.
+  bool two_bit = false;
 };
 
 // A HostWeight in MLX affine layout plus its exact values; f16_exact makes scales/biases f16-representable
@@ -77,18 +79,20 @@ struct RefModel {
   std::vector<float> inv_freq;
 
   RefModel(const Dims& dims, bool il, bool f16_exact) : d(dims), interleaved(il) {
-    embed = make_affine(d.vocab, d.hidden, 8, 32, f16_exact);
+    const int bits = d.two_bit ? 2 : 4, g_attn = d.two_bit ? 128 : 64, g_mlp = d.two_bit ? 128 : 32;
+    embed =
+        d.two_bit ? make_affine(d.vocab, d.hidden, 2, 64, f16_exact) : make_affine(d.vocab, d.hidden, 8, 32, f16_exact);
     for (std::int64_t i = 0; i < d.layers; ++i) {
       L l;
       l.attn_norm = make_norm(d.hidden);
-      l.q = make_affine(d.heads * d.head_dim, d.hidden, 4, 64, f16_exact);
-      l.k = make_affine(d.kv_heads * d.head_dim, d.hidden, 4, 64, f16_exact);
-      l.v = make_affine(d.kv_heads * d.head_dim, d.hidden, 4, 64, f16_exact);
-      l.o = make_affine(d.hidden, d.heads * d.head_dim, 4, 64, f16_exact);
+      l.q = make_affine(d.heads * d.head_dim, d.hidden, bits, g_attn, f16_exact);
+      l.k = make_affine(d.kv_heads * d.head_dim, d.hidden, bits, g_attn, f16_exact);
+      l.v = make_affine(d.kv_heads * d.head_dim, d.hidden, bits, g_attn, f16_exact);
+      l.o = make_affine(d.hidden, d.heads * d.head_dim, bits, g_attn, f16_exact);
       l.mlp_norm = make_norm(d.hidden);
-      l.gate = make_affine(d.ffn, d.hidden, 4, 32, f16_exact);
-      l.up = make_affine(d.ffn, d.hidden, 4, 32, f16_exact);
-      l.down = make_affine(d.hidden, d.ffn, 4, 32, f16_exact);
+      l.gate = make_affine(d.ffn, d.hidden, bits, g_mlp, f16_exact);
+      l.up = make_affine(d.ffn, d.hidden, bits, g_mlp, f16_exact);
+      l.down = make_affine(d.hidden, d.ffn, bits, g_mlp, f16_exact);
       layers.push_back(std::move(l));
     }
     final_norm = make_norm(d.hidden);
@@ -262,6 +266,40 @@ TEST(CudaBackend, LlamaForwardMatchesFloat64IntegerKernels) {
   Dims d;
   d.hidden = 2304;
   run_model(false, false, d);
+}
+
+// Ternary Bonsai's format (2-bit linears in groups of 128, a 2-bit embedding in groups of 64): the codes stay
+// packed (the SIMT decode kernel and GEMM), through prefill, decode, verify and rollback.
+TEST(CudaBackend, LlamaForwardMatchesFloat64TwoBit) {
+  TF_NEED_GPU();
+  Dims d;
+  d.two_bit = true;
+  run_model(false, false, d);
+  Dims wide = d;  // K > 2048: where 4-bit weights would take the integer kernels
+  wide.hidden = 2304;
+  run_model(false, true, wide);
+}
+
+// Which affine formats upload keeps packed: 2-bit in groups of a multiple of 64 (untiled, never on the
+// tensor-core kernels), other 2-bit groups and 3-bit expanded to float32.
+TEST(CudaBackend, TwoBitWeightsStayPacked) {
+  TF_NEED_GPU();
+  auto be = make_cuda_backend();
+  for (int g : {64, 128}) {
+    const DeviceWeight w = be->upload(make_affine(96, 2304, 2, g, false).hw);
+    EXPECT_EQ(w.bits, 2) << g;
+    EXPECT_EQ(w.group_size, g);
+    const WeightView v = be->weight_view(w);
+    EXPECT_FALSE(v.tiled) << g;
+    EXPECT_TRUE(decode_linear_supported(v)) << g;
+    EXPECT_FALSE(prefill_linear_imma_takes(v)) << g;
+    EXPECT_EQ(decode_linear_scratch_bytes(v), 0u) << g;
+  }
+  EXPECT_EQ(be->upload(make_affine(96, 2304, 2, 32, false).hw).bits, 0);  // a chunk of 64 codes spans two groups
+  EXPECT_EQ(be->upload(make_affine(96, 2304, 3, 64, false).hw).bits, 0);
+  const DeviceWeight r = be->random_weight(96, 2304, 2, 128, HostDType::BF16, 7);
+  EXPECT_EQ(r.bits, 2);
+  EXPECT_FALSE(be->weight_view(r).tiled);
 }
 
 TEST(CudaBackend, AutoPicksCudaWhenAGpuIsVisible) {

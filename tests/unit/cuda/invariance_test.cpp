@@ -47,6 +47,8 @@ TEST(CudaInvariance, DecodeLinear) {
                      C{"8b down 4096x14336 q4 g64", 4096, 14336, 4, 64, ElemType::BF16},
                      C{"27b q 6144x5120 q4 g64", 6144, 5120, 4, 64, ElemType::BF16},
                      C{"q4 g128 f32", 1000, 2048, 4, 128, ElemType::F32},
+                     C{"bonsai 27b q 6144x5120 q2 g128", 6144, 5120, 2, 128, ElemType::BF16},
+                     C{"q2 g64 f16 1000x576", 1000, 576, 2, 64, ElemType::F16},
                      C{"dense bf16 1024x4096", 1024, 4096, 0, 0, ElemType::BF16},
                      C{"dense f32 512x576", 512, 576, 0, 0, ElemType::F32}}) {
     const HostW hw = make_weight(c.n, c.k, c.bits, c.group, c.t);
@@ -179,8 +181,9 @@ TEST(CudaInvariance, DecodeAttentionBesideOtherStreams) {
 // bit; so do two streams run interleaved; graphs on and off agree.
 // Hidden 512 runs every linear on the bf16 tensor-core kernel; 2560 (K > 2048) puts q/k/v, o and gate/up on
 // the integer one, whose norms write x's terms themselves at up to four rows and not beyond: the verify
-// windows of 8 and 16 rows and the shared rounds then take the other path than serial decoding.
-bench::LlamaShape small_shape(int head_dim, std::int64_t hidden = 512) {
+// windows of 8 and 16 rows and the shared rounds then take the other path than serial decoding. Two bits
+// (Ternary Bonsai: groups of 128, the embedding too) runs every linear on the SIMT decode kernel.
+bench::LlamaShape small_shape(int head_dim, std::int64_t hidden = 512, bool two_bit = false) {
   bench::LlamaShape s;
   s.name = "small";
   s.hidden = hidden;
@@ -195,6 +198,11 @@ bench::LlamaShape small_shape(int head_dim, std::int64_t hidden = 512) {
   s.scale_type = HostDType::BF16;
   s.embed_bits = 8;
   s.tied = true;
+  if (two_bit) {
+    s.bits = 2;
+    s.group = 128;
+    s.embed_bits = 2;
+  }
   return s;
 }
 
@@ -234,11 +242,13 @@ TEST(CudaInvariance, BackendVerifyWindowEqualsSerial) {
   struct Config {
     int head_dim;
     std::int64_t hidden;
+    bool two_bit = false;
   };
-  for (const Config cfg : {Config{64, 512}, Config{128, 512}, Config{256, 512}, Config{128, 2560}}) {
+  for (const Config cfg : {Config{64, 512}, Config{128, 512}, Config{256, 512}, Config{128, 2560},
+                           Config{128, 512, true}, Config{128, 2560, true}}) {
     const int head_dim = cfg.head_dim;
     auto be = make_cuda_backend();
-    bench::RandomLlama m(*be, small_shape(head_dim, cfg.hidden), 1234);
+    bench::RandomLlama m(*be, small_shape(head_dim, cfg.hidden, cfg.two_bit), 1234);
     std::vector<std::int32_t> prompt(40);
     for (auto& t : prompt) t = static_cast<std::int32_t>(rng()() % 5000);
     std::vector<std::int32_t> cont(16);
@@ -288,11 +298,12 @@ TEST(CudaInvariance, BackendVerifyWindowEqualsSerial) {
           << "d" << head_dim << ": graphs off differ at step " << i;
     }
     const auto st = be->stats();
-    std::printf("[ invariance ] backend d%d hidden %lld: verify windows 2/3/8/16 == serial, interleaved == solo, shared "
-                "rounds of 6 streams (16 rows) == serial, graphs on == off "
-                "(%lld graph replays, %lld captures)\n",
-                head_dim, static_cast<long long>(cfg.hidden), static_cast<long long>(st.graph_replays),
-                static_cast<long long>(st.graph_captures));
+    std::printf(
+        "[ invariance ] backend d%d hidden %lld%s: verify windows 2/3/8/16 == serial, interleaved == solo, shared "
+        "rounds of 6 streams (16 rows) == serial, graphs on == off "
+        "(%lld graph replays, %lld captures)\n",
+        head_dim, static_cast<long long>(cfg.hidden), cfg.two_bit ? " 2-bit" : "",
+        static_cast<long long>(st.graph_replays), static_cast<long long>(st.graph_captures));
     EXPECT_GT(st.graph_replays, 0);
   }
 }

@@ -32,6 +32,10 @@ std::vector<LinCase> linear_cases() {
   for (int bits : {4, 8})
     for (int g : {32, 64, 128})
       for (ElemType t : {ElemType::F32, ElemType::F16, ElemType::BF16}) v.push_back({bits, g, t, 300, 1024});
+  // 2-bit (Ternary Bonsai: groups of 128; also 64): untiled, on the SIMT decode kernel and the SIMT GEMM.
+  for (int g : {64, 128})
+    for (ElemType t : {ElemType::F32, ElemType::F16, ElemType::BF16}) v.push_back({2, g, t, 300, 1024});
+  v.push_back({2, 128, ElemType::BF16, 200, 5120});  // 27B-class K
   v.push_back({4, 32, ElemType::F16, 1536, 576});  // SmolLM2 Q4_1 shapes
   v.push_back({8, 32, ElemType::F16, 576, 1536});
   v.push_back({4, 64, ElemType::BF16, 200, 14336});  // 8B down projection's K (integer tensor cores)
@@ -271,8 +275,8 @@ TEST(CudaKernels, EmbedQuantizedAndDense) {
     int bits, group;
     ElemType t;
   };
-  for (const C& c : {C{4, 64, ElemType::F16}, C{8, 32, ElemType::F32}, C{4, 32, ElemType::BF16}, C{0, 0, ElemType::BF16},
-                     C{0, 0, ElemType::F32}}) {
+  for (const C& c : {C{4, 64, ElemType::F16}, C{8, 32, ElemType::F32}, C{4, 32, ElemType::BF16},
+                     C{2, 64, ElemType::BF16}, C{0, 0, ElemType::BF16}, C{0, 0, ElemType::F32}}) {
     const HostW hw = make_weight(1000, 576, c.bits, c.group, c.t);
     DevW dw(hw);
     std::vector<std::int32_t> ids(33);
@@ -437,7 +441,8 @@ TEST(CudaKernels, FusedNormEqualsStandaloneNormBitwise) {
   };
   for (const Case c : {Case{576, 320, 4, 32, ElemType::F16}, Case{5120, 256, 4, 64, ElemType::BF16},
                        Case{4096, 192, 8, 64, ElemType::BF16}, Case{1568, 200, 4, 32, ElemType::BF16},
-                       Case{576, 96, 0, 0, ElemType::BF16}}) {
+                       Case{576, 96, 0, 0, ElemType::BF16}, Case{2048, 160, 2, 128, ElemType::BF16},
+                       Case{576, 96, 2, 64, ElemType::F16}}) {
     const HostW hw = make_weight(c.n, c.k, c.bits, c.group, c.dt);
     DevW dw(hw);
     const auto nw = random_floats(static_cast<std::size_t>(c.k), 0.5f, 1.5f);

@@ -1,14 +1,15 @@
-// The decode matmul: 1..16 activation rows against an affine group-quantized (4 or 8 bits) or dense weight.
+// The decode matmul: 1..16 activation rows against an affine group-quantized (2, 4 or 8 bits) or dense weight.
 //
 // Work split (a function of the weight shape alone, never of the row count):
-// - a weight row is cut into 16-byte chunks (32 4-bit codes, 16 8-bit codes, 8 bf16/f16 or 4 f32 values);
+// - a weight row is cut into 16-byte chunks (64 2-bit codes, 32 4-bit, 16 8-bit, 8 bf16/f16 or 4 f32 values);
+//   a chunk of codes lies in one group (decode_linear_supported), so one scale and bias serve it;
 //   chunk c goes to lane c % 32 of the warp that owns the row; each lane walks its chunks in increasing
 //   order, two at a time with the next two loading;
 // - per chunk and activation row r: accq = sum x*q (fused multiply-adds in k order), sx = sum x (adds in k
 //   order), then acc += scale*accq + bias*sx (affine); dense: acc = fma(x, w, acc) in k order;
 // - acc is reduced over the lanes by the xor butterfly (16, 8, 4, 2, 1).
-// A warp holds O weight rows so one x load serves O rows (a block is 4 such warps); the row tile RT (1, 2, 4, 8 or 16 activation
-// rows) only decides how many rows share the weight loads. Row r's arithmetic is the same in every tile.
+// A warp holds O weight rows so one x load serves O rows (a block is 4 such warps); the row tile RT (1, 2, 4, 8 or 16
+// activation rows) only decides how many rows share the weight loads. Row r's arithmetic is the same in every tile.
 #include "backends/cuda/kernels/common.cuh"
 #include "backends/cuda/kernels/decode_linear_tiled.cuh"
 #include "backends/cuda/kernels/decode_linear_tiled_parts.cuh"
@@ -24,14 +25,19 @@ struct ChunkFormat {
 };
 
 // Weight values 4*s .. 4*s+3 of a 16-byte chunk, as floats. Affine codes come out scaled by a power of two
-// per position (q * 16^i for 4-bit, q * 256^(i%2) for 8-bit): masking a code in place and or-ing 2^23's
-// exponent gives 2^23 + q*2^b exactly, one subtraction removes 2^23, and no shift is needed. prescale()
+// per position (q * 4^i for 2-bit, q * 16^i for 4-bit, q * 256^(i%2) for 8-bit): masking a code in place and or-ing
+// 2^23's exponent gives 2^23 + q*2^b exactly, one subtraction removes 2^23, and no shift is needed. prescale()
 // multiplies x by the inverse power of two, so x' * w' == x * q exactly and the fused multiply-add rounds
 // exactly as fma(x, q, acc) would.
 template <int BITS, ElemType E>
 __device__ __forceinline__ void chunk_quad(const uint4& q, int s, float (&w)[4]) {
   const unsigned int words[4] = {q.x, q.y, q.z, q.w};
-  if constexpr (BITS == 4) {
+  if constexpr (BITS == 2) {
+    // Byte s of the chunk holds codes 4s..4s+3 (LSB first); s is a compile-time index, so is the shift.
+    const unsigned int byte = (words[s >> 2] >> (8 * (s & 3))) & 0xFFu;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) w[i] = __fsub_rn(__uint_as_float((byte & (0x3u << (2 * i))) | 0x4B000000u), 8388608.0f);
+  } else if constexpr (BITS == 4) {
     const unsigned int half = (s & 1) ? (words[s >> 1] >> 16) : words[s >> 1];
 #pragma unroll
     for (int i = 0; i < 4; ++i) w[i] = __fsub_rn(__uint_as_float((half & (0xFu << (4 * i))) | 0x4B000000u), 8388608.0f);
@@ -65,7 +71,10 @@ __device__ __forceinline__ void chunk_quad(const uint4& q, int s, float (&w)[4])
 
 template <int BITS>
 __device__ __forceinline__ float4 prescale(float4 x) {
-  if constexpr (BITS == 4) return make_float4(x.x, __fmul_rn(x.y, 0.0625f), __fmul_rn(x.z, 0.00390625f), __fmul_rn(x.w, 0.000244140625f));
+  if constexpr (BITS == 2)
+    return make_float4(x.x, __fmul_rn(x.y, 0.25f), __fmul_rn(x.z, 0.0625f), __fmul_rn(x.w, 0.015625f));
+  else if constexpr (BITS == 4)
+    return make_float4(x.x, __fmul_rn(x.y, 0.0625f), __fmul_rn(x.z, 0.00390625f), __fmul_rn(x.w, 0.000244140625f));
   else if constexpr (BITS == 8) return make_float4(x.x, __fmul_rn(x.y, 0.00390625f), x.z, __fmul_rn(x.w, 0.00390625f));
   else return x;
 }
@@ -333,9 +342,10 @@ std::size_t elem_bytes(ElemType t) { return t == ElemType::F32 ? 4 : 2; }
 
 bool decode_linear_supported(const WeightView& w) {
   if (w.tiled) return tileable(w.bits, w.group, w.cols);
-  if (w.bits != 0 && w.bits != 4 && w.bits != 8) return false;
-  if (w.bits != 0 && (w.group <= 0 || w.group % 32 != 0 || w.cols % w.group != 0)) return false;
+  if (w.bits != 0 && w.bits != 2 && w.bits != 4 && w.bits != 8) return false;
   const std::int64_t cw = chunk_weights(w);
+  // A chunk of codes takes one scale and bias: it must lie in one group (2-bit: groups of 64, 128, ...).
+  if (w.bits != 0 && (w.group <= 0 || w.group % 32 != 0 || w.group % cw != 0 || w.cols % w.group != 0)) return false;
   return w.cols % cw == 0 && w.cols % 4 == 0;
 }
 
@@ -371,6 +381,7 @@ void decode_linear(const DecodeLinearArgs& a, cudaStream_t s) {
   if (a.norm_w != nullptr && (w.cols > kMaxFusedNormCols || a.x_stride != w.cols))
     throw std::invalid_argument("decode_linear: a fused norm needs cols <= kMaxFusedNormCols and dense rows");
   switch (w.bits) {
+    case 2: return launch_dtype<2>(a, s);
     case 4: return launch_dtype<4>(a, s);
     case 8: return launch_dtype<8>(a, s);
     default: return launch_dtype<0>(a, s);

@@ -1,4 +1,4 @@
-// The prefill GEMM: y [M, N] = x [M, K] * w^T, w [N, K] affine 4/8-bit or dense. 128x128 output tiles,
+// The prefill GEMM: y [M, N] = x [M, K] * w^T, w [N, K] affine 2/4/8-bit or dense. 128x128 output tiles,
 // K in steps of 16, 256 threads each computing 8x8 outputs in float32 (SIMT fused multiply-adds). Weights
 // are dequantized (w = fma(scale, q, bias)) into shared memory once per tile and reused by 128 rows.
 // Deterministic (fixed order), but the order differs from the decode kernel's: the chunk plan decides
@@ -21,7 +21,14 @@ __device__ __forceinline__ void load_w8(const WeightView& w, std::int64_t row_by
     if (w.tiled) return __ldg(static_cast<const unsigned int*>(w.data) + tiled_word_index(n, i, row_bytes / 4));
     return __ldg(reinterpret_cast<const unsigned int*>(row) + i);
   };
-  if constexpr (BITS == 4) {
+  if constexpr (BITS == 2) {
+    // Eight 2-bit codes are one 16-bit half of a word (k % 8 == 0): word k / 16, from bit (k % 16) * 2.
+    const unsigned int half = word_at(k / 16) >> ((k % 16) * 2);
+    const std::int64_t g = k / w.group;
+    const float s = load_elem<E>(w.scales, n * gpr + g), b = load_elem<E>(w.biases, n * gpr + g);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) out[i] = __fmaf_rn(s, static_cast<float>((half >> (2 * i)) & 0x3u), b);
+  } else if constexpr (BITS == 4) {
     const unsigned int word = word_at(k / 8);
     const std::int64_t g = k / w.group;
     const float s = load_elem<E>(w.scales, n * gpr + g), b = load_elem<E>(w.biases, n * gpr + g);
@@ -166,10 +173,11 @@ void prefill_linear(const float* x, std::int64_t x_stride, std::int64_t rows, co
     throw std::invalid_argument("prefill_linear: cols must be a multiple of 16 and x 16-byte aligned");
   if (w.bits != 0 && (w.group % BK != 0)) throw std::invalid_argument("prefill_linear: group must be a multiple of 16");
   switch (w.bits) {
+    case 2: return launch_dtype<2>(x, x_stride, rows, w, y, y_stride, s);
     case 4: return launch_dtype<4>(x, x_stride, rows, w, y, y_stride, s);
     case 8: return launch_dtype<8>(x, x_stride, rows, w, y, y_stride, s);
     case 0: return launch_dtype<0>(x, x_stride, rows, w, y, y_stride, s);
-    default: throw std::invalid_argument("prefill_linear: bits must be 4, 8 or 0 (dense)");
+    default: throw std::invalid_argument("prefill_linear: bits must be 2, 4, 8 or 0 (dense)");
   }
 }
 

@@ -42,6 +42,7 @@ TF_HOST_DEVICE inline std::int64_t tiled_scale_index(std::int64_t tile, std::int
 }
 
 // Whether a weight of this format can be tiled: 4 or 8 bits, groups of 32, 64 or 128, whole 8-word steps.
+// 2-bit codes never are: they stay in MLX's layout, read only by the SIMT kernels.
 inline bool tileable(int bits, int group, std::int64_t cols) {
   if ((bits != 4 && bits != 8) || (group != 32 && group != 64 && group != 128) || cols % group != 0) return false;
   return (cols * bits / 32) % 8 == 0;
