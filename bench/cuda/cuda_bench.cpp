@@ -413,6 +413,29 @@ void bench_profile(const LlamaShape& shape, int rows = 1, std::int64_t ctx = 64)
   ck(cudaProfilerStop(), "profiler stop");
 }
 
+// The same for the Qwen3.8-27B shape (4-bit g64): two windows of `rows` rows, rolled back after each.
+void bench_profile_qwen27b(int rows) {
+  auto b = tf::make_cuda_backend();
+  tf::bench::RandomQwen35 m(*b, tf::bench::qwen27b_shape(), 17);
+  auto st = m.new_stream();
+  const auto prompt = ids(256, m.shape().vocab, 4);
+  const tf::DecoderPart first = st.part(prompt);
+  m.forward_greedy(std::span<const tf::DecoderPart>(&first, 1), 1);
+  const auto window = ids(rows, m.shape().vocab, 9);
+  const tf::DecoderPart part = st.part(window);
+  auto run = [&] {
+    for (int i = 0; i < 2; ++i) {
+      m.forward_greedy(std::span<const tf::DecoderPart>(&part, 1), rows);
+      st.truncate(256);
+    }
+  };
+  run();
+  ck(cudaDeviceSynchronize(), "sync");
+  ck(cudaProfilerStart(), "profiler start");
+  run();
+  ck(cudaProfilerStop(), "profiler stop");
+}
+
 LlamaShape smollm2_shape() {
   LlamaShape s;
   s.name = "smollm2_135m_shape";
@@ -453,11 +476,15 @@ LlamaShape llama8b_shape() {
 // state read and written + KV bytes a token over the copy bandwidth), verify of 4 rows against 1 (the rows
 // rolled back after each), 8 streams in shared rounds against 1, and a 2k-token prefill. Each step's token
 // comes back to the host before the next is recorded (no steps queued ahead).
-void bench_qwen27b(tf::CudaBackend& be, double bw, bool quick) {
+// `bits`/`group`: 4/64 (the MLX 4-bit recipe) or 2/128 (Ternary Bonsai's).
+void bench_qwen27b(tf::CudaBackend& be, double bw, bool quick, int bits, int group) {
   using tf::bench::RandomQwen35;
-  RandomQwen35 m(be, tf::bench::qwen27b_shape(), 17);
+  tf::bench::Qwen35Shape shape = tf::bench::qwen27b_shape();
+  shape.bits = bits;
+  shape.group = group;
+  RandomQwen35 m(be, shape, 17);
   const auto& s = m.shape();
-  const std::string tag = "qwen3_5_27b_q4g64";
+  const std::string tag = "qwen3_5_27b_q" + std::to_string(bits) + "g" + std::to_string(group);
   const std::int64_t ctx = 256;
   const int steps = quick ? 16 : 64;
   auto prefilled = [&](std::uint64_t salt) {
@@ -660,7 +687,7 @@ int main(int argc, char** argv) {
     else if (a == "--quick") quick = true;
     else {
       std::fprintf(stderr,
-                   "usage: tf_cuda_bench [--section smollm2_shape|llama8b|class27b|qwen27b|verify27b|aggregate_smollm2|aggregate27b|aggregate_model|matmul|model|profile_smollm2|profile_8b|profile_27b_1|profile_27b_8]... [--model PATH] "
+                   "usage: tf_cuda_bench [--section smollm2_shape|llama8b|class27b|qwen27b|verify27b|aggregate_smollm2|aggregate27b|aggregate_model|matmul|model|profile_smollm2|profile_8b|profile_27b_1|profile_27b_8|qwen27b_2bit|profile_qwen27b_1|profile_qwen27b_4]... [--model PATH] "
                    "[--json FILE] [--quick]\n");
       return 2;
     }
@@ -693,9 +720,10 @@ int main(int argc, char** argv) {
         auto b = tf::make_cuda_backend();
         RandomLlama m(*b, class27b_shape(), 13);
         bench_decode(*b, m, "class27b_q4g64", 256, 64, bw, !quick);
-      } else if (sec == "qwen27b") {
+      } else if (sec == "qwen27b" || sec == "qwen27b_2bit") {
         auto b = tf::make_cuda_backend();
-        bench_qwen27b(*b, bw, quick);
+        if (sec == "qwen27b") bench_qwen27b(*b, bw, quick, 4, 64);
+        else bench_qwen27b(*b, bw, quick, 2, 128);
       } else if (sec == "aggregate_smollm2") {
         auto b = tf::make_cuda_backend();
         RandomLlama m(*b, smollm2_shape(), 11);
@@ -718,6 +746,8 @@ int main(int argc, char** argv) {
         bench_profile(llama8b_shape());
       } else if (sec == "profile_27b_1" || sec == "profile_27b_8") {
         bench_profile(class27b_shape(), sec == "profile_27b_8" ? 8 : 1, 256);
+      } else if (sec == "profile_qwen27b_1" || sec == "profile_qwen27b_4") {
+        bench_profile_qwen27b(sec == "profile_qwen27b_4" ? 4 : 1);
       } else if (sec == "matmul") {
         auto b = tf::make_cuda_backend();
         bench_matmul(*b, bw);

@@ -119,7 +119,9 @@ fi
 
 # ---- qwen3_5 on CUDA: the tiny checkpoints' goldens (logits, greedy tokens, rollback of the recurrent state) ----
 if [ "$SKIP_TESTS" = 0 ]; then
-  python3 tests/conformance/qwen3_5_golden_check.py "$BIN/tf_cuda_greedy_tool" "$BIN/tf_cuda_mtp_tool" \
+  # --exact-dequant: the MLX-quantized variants against the reference of the kernels' arithmetic (s*q + b);
+  # golden_exact.json comes from scripts/golden/make_qwen3_5_exact_goldens.py (the log shows both distances).
+  python3 tests/conformance/qwen3_5_golden_check.py --exact-dequant "$BIN/tf_cuda_greedy_tool" "$BIN/tf_cuda_mtp_tool" \
     "${QWEN_LOGIT_TOL:-1e-4}" \
     >"$OUT/qwen3_5_goldens.log" 2>&1
   note qwen3_5_goldens "$(tail -1 "$OUT/qwen3_5_goldens.log")"

@@ -236,6 +236,15 @@ def mlx_dequantize(packed, scales, biases, group_size, bits, dt):
     return round_to(round_to(s * codes, dt) + b, dt)
 
 
+def exact_dequantize(packed, scales, biases, group_size, bits):
+    """The affine value itself, s*q + b in float64 (no rounding to the scale type): what GGUF's Q4_0/Q4_1 mean
+    and what the CUDA kernels multiply by (docs/cuda.md); make_qwen3_5_exact_goldens.py builds its goldens."""
+    codes = unpack(packed, bits).astype(np.float64)
+    s = np.repeat(scales.astype(np.float64), group_size, axis=1)
+    b = np.repeat(biases.astype(np.float64), group_size, axis=1)
+    return s * codes + b
+
+
 def write_safetensors(path, tensors, metadata):
     """tensors: name -> (dt, shape, bytes). Plain safetensors writer (header padded to 8 with spaces)."""
     header, off, blobs = {}, 0, []
@@ -543,9 +552,10 @@ def is_quantizable(hf_name, shape):
     return hf_name.endswith(".weight") and len(shape) == 2 and "conv1d" not in hf_name
 
 
-def make_mlx_variant(sd, kind, tied):
+def make_mlx_variant(sd, kind, tied, exact=False):
     """sd: HF disk names -> torch tensor (bf16, A_log f32). Returns (tensors for the file, quant block,
-    reference state dict in HF names as float32 numpy)."""
+    reference state dict in HF names as float32 numpy; with `exact`, the quantized matrices as exact_dequantize
+    gives them, float64)."""
     fdt = "f16" if kind == "bonsai" else "bf16"
     files, ref, qblock = {}, {}, {}
     if kind == "bonsai":
@@ -597,7 +607,8 @@ def make_mlx_variant(sd, kind, tied):
         files[mpath + ".weight"] = ("u32", packed.shape, to_bytes(packed, "u32"))
         files[mpath + ".scales"] = (fdt, s.shape, to_bytes(s, fdt))
         files[mpath + ".biases"] = (fdt, b.shape, to_bytes(b, fdt))
-        ref[name] = mlx_dequantize(packed, s, b, gs, bits, fdt)
+        ref[name] = (exact_dequantize(packed, s, b, gs, bits) if exact
+                     else mlx_dequantize(packed, s, b, gs, bits, fdt))
     if tied:
         ref["lm_head.weight"] = ref["model.language_model.embed_tokens.weight"]
     return files, qblock, ref
@@ -616,7 +627,7 @@ def mlx_config(hf_cfg, qblock, tied, dtype):
 
 
 def reference_model(base_model, ref):
-    """A float64 transformers model holding `ref` (HF names, float32 numpy) for the text weights."""
+    """A float64 transformers model holding `ref` (HF names, float32 or float64 numpy) for the text weights."""
     m = copy.deepcopy(base_model).to(torch.float64)
     sd = m.state_dict()
     missing = [k for k in sd if not k.startswith("model.visual") and k not in ref]
@@ -624,7 +635,8 @@ def reference_model(base_model, ref):
     with torch.no_grad():
         for k, v in ref.items():
             assert tuple(sd[k].shape) == tuple(v.shape), (k, sd[k].shape, v.shape)
-            sd[k].copy_(torch.from_numpy(np.asarray(v, np.float32)).to(torch.float64))
+            v = np.asarray(v)
+            sd[k].copy_(torch.from_numpy(v if v.dtype == np.float64 else v.astype(np.float32)).to(torch.float64))
     return m.to(DEV).eval()
 
 

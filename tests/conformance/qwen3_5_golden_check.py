@@ -21,13 +21,17 @@ class GoldenMismatch(AssertionError):
     pass
 
 
-def check_variant(tool, variant, logit_tol, work_dir):
+def check_variant(tool, variant, logit_tol, work_dir, exact_dequant=False):
     """Runs `tool` on the variant's checkpoint and prompts; returns a one-line summary, or raises
-    GoldenMismatch."""
+    GoldenMismatch. With `exact_dequant` a quantized variant is judged against golden_exact.json (its reference
+    multiplies by the exact affine value s*q + b, as the CUDA kernels do; golden.json's rounds it as MLX does:
+    scripts/golden/make_qwen3_5_exact_goldens.py), and the distance to golden.json is reported too."""
     # A variant is a folder of tests/goldens/qwen3_5, or a checkpoint directory holding its own golden.json
     # (scripts/golden/qwen3_5_dequant_variants.py makes such diagnostic variants).
     folder = Path(variant) if Path(variant, "golden.json").is_file() else GOLDENS / variant
-    golden = json.loads((folder / "golden.json").read_text())
+    name = "golden_exact.json" if exact_dequant and (folder / "golden_exact.json").is_file() else "golden.json"
+    golden = json.loads((folder / name).read_text())
+    other = None if name == "golden.json" else json.loads((folder / "golden.json").read_text())
     steps = len(golden["greedy"][0])
     cases = {"cases": [{"prompt_ids": p} for p in golden["prompt_ids"]], "logit_rows": 3, "check_rollback": True}
     request = Path(work_dir) / f"{folder.name}.json"
@@ -37,13 +41,16 @@ def check_variant(tool, variant, logit_tol, work_dir):
     if run.returncode != 0:
         raise GoldenMismatch(f"{variant}: the tool failed: {run.stderr.strip()[-2000:]}")
     ours = json.loads(run.stdout)["cases"]
-    worst, exact, near_ties = 0.0, 0, 0
+    worst, exact, near_ties, worst_other = 0.0, 0, 0, 0.0
     for i, o in enumerate(ours):
         got = o["prompt_logits"]
         want = [x for row in golden["logits"][i] for x in row]
         if len(got) != len(want):
             raise GoldenMismatch(f"{variant}: prompt {i}: {len(got)} logits, golden {len(want)}")
         worst = max(worst, max(abs(a - b) for a, b in zip(got, want)))
+        if other is not None:
+            worst_other = max(worst_other, max(abs(a - b) for a, b in
+                                               zip(got, [x for row in other["logits"][i] for x in row])))
         g = golden["greedy"][i]
         at = next((k for k, (a, b) in enumerate(zip(g, o["greedy"])) if a != b), None)
         if at is None:
@@ -53,8 +60,10 @@ def check_variant(tool, variant, logit_tol, work_dir):
         else:
             raise GoldenMismatch(f"{variant}: prompt {i}: token {at} is {o['greedy'][at]}, golden {g[at]}")
     rollback = next((line for line in run.stderr.splitlines() if "rollback:" in line), "rollback: (no line)")
-    summary = (f"qwen3_5 {variant}: logits max |diff| {worst:.2e}; greedy {exact}/{len(ours)} exact, "
+    summary = (f"qwen3_5 {variant} ({name}): logits max |diff| {worst:.2e}; greedy {exact}/{len(ours)} exact, "
                f"{near_ties} near-tie; {rollback.split('rollback: ')[1]}")
+    if other is not None:
+        summary += f"; vs golden.json (MLX's rounding) {worst_other:.2e}"
     if worst >= logit_tol:
         raise GoldenMismatch(f"{summary} (tolerance {logit_tol:.0e})")
     if "rejected mid-window" not in rollback or " 0 rows differ" not in rollback:
@@ -97,14 +106,17 @@ def check_mtp(tool, logit_tol, work_dir):
 
 
 def main(argv):
-    """python3 qwen3_5_golden_check.py GREEDY_TOOL MTP_TOOL LOGIT_TOL [VARIANT ...]: the variants' goldens (a
-    VARIANT is a folder of tests/goldens/qwen3_5 or a checkpoint directory with its golden.json), then the MTP
-    head's (MTP_TOOL "-": not); exit 1 when one fails."""
+    """python3 qwen3_5_golden_check.py [--exact-dequant] GREEDY_TOOL MTP_TOOL LOGIT_TOL [VARIANT ...]: the
+    variants' goldens (a VARIANT is a folder of tests/goldens/qwen3_5 or a checkpoint directory with its
+    golden.json), then the MTP head's (MTP_TOOL "-": not); exit 1 when one fails. --exact-dequant: quantized
+    variants against golden_exact.json (the CUDA backend's arithmetic; check_variant says why)."""
+    exact_dequant = "--exact-dequant" in argv
+    argv = [a for a in argv if a != "--exact-dequant"]
     if len(argv) < 4:
         print(main.__doc__, file=sys.stderr)
         return 2
     tool, mtp_tool, tol, variants = argv[1], argv[2], float(argv[3]), argv[4:] or VARIANTS
-    checks = [(v, lambda work, v=v: check_variant(tool, v, tol, work)) for v in variants]
+    checks = [(v, lambda work, v=v: check_variant(tool, v, tol, work, exact_dequant)) for v in variants]
     if mtp_tool != "-":
         checks.append(("mtp", lambda work: check_mtp(mtp_tool, tol, work)))
     failed = 0
