@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/state_image.h"
 #include "checkpoint/host_weight.h"
 
 namespace tf {
@@ -72,6 +73,10 @@ class StateStore {
   // one saved). restore() throws std::invalid_argument for bytes of another shape.
   virtual std::vector<std::uint8_t> snapshot() const = 0;
   virtual void restore(std::span<const std::uint8_t> bytes) = 0;
+  // The same as an image kept where the backend computes (state_image.h; the default: snapshot()'s bytes),
+  // and back from one; restore_image() takes any image of this shape, its own kind without the host.
+  virtual std::shared_ptr<const StateImage> image() const { return std::make_shared<HostStateImage>(snapshot()); }
+  virtual void restore_image(const StateImage& image) { restore_from_bytes(*this, image); }
 };
 
 // Keys and values of a stream's attention layers (`layers` of kv_heads x head_dim), one row per position.

@@ -116,19 +116,16 @@ std::string Engine::state_identity(const std::string& model_path, const ChunkPla
 }
 
 void Engine::open_prompt_cache(const EngineOptions& o, MemoryPlan& memory, const ChunkPlanRule& rule) {
-  // Entries are host bytes (StateStore::snapshot). On MLX that is the memory the streams compute in, so the
-  // cache comes out of their room; on CUDA the streams live in device memory and the cache beside them in
-  // host memory, so it takes none of the device's room and its default is a quarter of the host's share
-  // (Backend's default budget, 70% of physical memory).
-  const bool streams_on_device = backend_->name() == "cuda";
+  // Entries are state images (StateImage) kept where the streams compute: host memory on MLX, device memory on
+  // CUDA; either way they come out of the streams' room, which the memory plan counts.
   // On CUDA the cache is opt-in until the device shows cached == fresh (bench/prompt_cache/equality.py in
   // scripts/device/prompt-cache-bench.sh): its first run (session 24) found 29 of 30 turns equal and one
   // 2k-token turn different, not yet explained (docs/benchmarks.md), and a wrong restore changes replies silently.
-  if (streams_on_device && o.prompt_cache_gib < 0) {
+  if (backend_->name() == "cuda" && o.prompt_cache_gib < 0) {
     prompt_cache_off_ = "off by default on CUDA: one device check turn in 30 differed from fresh (--prompt-cache-gib N turns it on)";
     return;
   }
-  const std::size_t room = streams_on_device ? backend_->Backend::memory_budget_bytes() : memory.stream_room();
+  const std::size_t room = memory.stream_room();
   const std::size_t bytes = o.prompt_cache_gib < 0 ? std::min<std::size_t>(std::size_t{16} << 30, room / 4)
                                                    : static_cast<std::size_t>(o.prompt_cache_gib * kGiB);
   if (bytes == 0) {
@@ -152,7 +149,7 @@ void Engine::open_prompt_cache(const EngineOptions& o, MemoryPlan& memory, const
     pc.disk_bytes = static_cast<std::size_t>(o.max_snapshot_gib * kGiB);
   }
   pc.identity = state_identity(o.model_path, rule);
-  if (!streams_on_device) memory.prompt_cache_bytes = bytes;
+  memory.prompt_cache_bytes = bytes;
   prompt_cache_ = std::make_unique<PromptCache>(std::move(pc));
 }
 

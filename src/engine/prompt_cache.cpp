@@ -171,15 +171,15 @@ bool PromptCache::contains(std::span<const std::int32_t> prefix) const {
 }
 
 void PromptCache::insert_locked(std::shared_ptr<Entry> e) {
-  const std::size_t size = e->state->size();
+  const std::size_t size = e->state->bytes();
   if (size > options_.memory_bytes) return;
   if (auto it = index_.find(e->key); it != index_.end()) {
-    stats_.bytes -= (*it->second)->state->size();
+    stats_.bytes -= (*it->second)->state->bytes();
     lru_.erase(it->second);
     index_.erase(it);
   }
   while (stats_.bytes + size > options_.memory_bytes && !lru_.empty()) {
-    stats_.bytes -= lru_.back()->state->size();
+    stats_.bytes -= lru_.back()->state->bytes();
     index_.erase(lru_.back()->key);
     lru_.pop_back();
   }
@@ -189,16 +189,16 @@ void PromptCache::insert_locked(std::shared_ptr<Entry> e) {
   stats_.entries = static_cast<std::int64_t>(lru_.size());
 }
 
-void PromptCache::insert(std::span<const std::int32_t> prefix, std::vector<std::uint8_t> state) {
-  if (!enabled()) return;
+void PromptCache::insert(std::span<const std::int32_t> prefix, Image state) {
+  if (!enabled() || !state) return;
   auto e = std::make_shared<Entry>();
   e->key = key_of(prefix);
   e->tokens.assign(prefix.begin(), prefix.end());
-  e->state = std::make_shared<const std::vector<std::uint8_t>>(std::move(state));
+  e->state = std::move(state);
   {
     std::lock_guard lock(mu_);
     insert_locked(e);
-    if (!options_.snapshot_dir.empty() && !disk_.contains(e->key) && e->state->size() <= options_.disk_bytes)
+    if (!options_.snapshot_dir.empty() && !disk_.contains(e->key) && e->state->bytes() <= options_.disk_bytes)
       pending_.push_back(e);
   }
   cv_.notify_all();
@@ -230,19 +230,19 @@ std::shared_ptr<PromptCache::Entry> PromptCache::load_file(std::uint64_t key, st
       const auto payload = h.value("payload", std::uint64_t{0});
       e->tokens.resize(static_cast<std::size_t>(std::max<std::int64_t>(n, 0)));
       in.read(reinterpret_cast<char*>(e->tokens.data()), static_cast<std::streamsize>(e->tokens.size() * 4));
-      auto state = std::make_shared<std::vector<std::uint8_t>>(payload);
-      in.read(reinterpret_cast<char*>(state->data()), static_cast<std::streamsize>(payload));
+      std::vector<std::uint8_t> state(payload);
+      in.read(reinterpret_cast<char*>(state.data()), static_cast<std::streamsize>(payload));
       if (!in || in.peek() != std::char_traits<char>::eof()) {
         why = "truncated or longer than its header says";
       } else {
         const auto sum = payload_checksum(
-            *state, payload_checksum({reinterpret_cast<const std::uint8_t*>(e->tokens.data()), e->tokens.size() * 4}));
+            state, payload_checksum({reinterpret_cast<const std::uint8_t*>(e->tokens.data()), e->tokens.size() * 4}));
         if (hex(sum) != h.value("checksum", ""))
           why = "checksum mismatch: the payload is damaged";
         else if (!std::equal(prefix.begin(), prefix.end(), e->tokens.begin(), e->tokens.end()))
           return nullptr;  // another prefix of the same hash: a collision, not damage
       }
-      e->state = std::move(state);
+      e->state = std::make_shared<const HostStateImage>(std::move(state));
     }
   }
   std::lock_guard lock(mu_);
@@ -330,12 +330,21 @@ void PromptCache::writer_loop() {
 }
 
 void PromptCache::write_file(const Entry& e) {
+  // Host images are written in place; others (device memory) are copied out here, on the writer's thread.
+  std::vector<std::uint8_t> copied;
+  std::span<const std::uint8_t> payload;
+  if (const auto* host = dynamic_cast<const HostStateImage*>(e.state.get())) {
+    payload = host->view();
+  } else {
+    copied = e.state->host_bytes();
+    payload = copied;
+  }
   const auto token_bytes =
       std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(e.tokens.data()), e.tokens.size() * 4);
   const nlohmann::json h = {{"identity", options_.identity},
                             {"tokens", e.tokens.size()},
-                            {"payload", e.state->size()},
-                            {"checksum", hex(payload_checksum(*e.state, payload_checksum(token_bytes)))}};
+                            {"payload", payload.size()},
+                            {"checksum", hex(payload_checksum(payload, payload_checksum(token_bytes)))}};
   const std::string header = h.dump();
   const auto len = static_cast<std::uint32_t>(header.size());
   const std::string path = (fs::path(options_.snapshot_dir) / (hex(e.key) + kSuffix)).string();
@@ -346,7 +355,7 @@ void PromptCache::write_file(const Entry& e) {
     out.write(reinterpret_cast<const char*>(&len), 4);
     out.write(header.data(), len);
     out.write(reinterpret_cast<const char*>(token_bytes.data()), static_cast<std::streamsize>(token_bytes.size()));
-    out.write(reinterpret_cast<const char*>(e.state->data()), static_cast<std::streamsize>(e.state->size()));
+    out.write(reinterpret_cast<const char*>(payload.data()), static_cast<std::streamsize>(payload.size()));
     out.flush();
     if (!out) {
       std::error_code ec;
@@ -361,7 +370,7 @@ void PromptCache::write_file(const Entry& e) {
     fs::remove(tmp, ec);
     return;
   }
-  const std::size_t size = 12 + header.size() + token_bytes.size() + e.state->size();
+  const std::size_t size = 12 + header.size() + token_bytes.size() + payload.size();
   std::lock_guard lock(mu_);
   if (auto it = disk_.find(e.key); it != disk_.end()) stats_.disk_bytes -= it->second.size;
   disk_[e.key] = DiskFile{path, size, static_cast<std::int64_t>(e.tokens.size()), ++serial_};

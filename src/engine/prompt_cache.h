@@ -23,6 +23,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/state_image.h"
+
 namespace tf {
 
 struct PromptCacheOptions {
@@ -42,7 +44,8 @@ struct PromptCacheStats {
 
 class PromptCache {
  public:
-  using Bytes = std::shared_ptr<const std::vector<std::uint8_t>>;
+  // A retained state: where the backend keeps it (StateImage; CUDA: device memory); a disk file's is host bytes.
+  using Image = std::shared_ptr<const StateImage>;
   explicit PromptCache(PromptCacheOptions options);
   ~PromptCache();  // finishes pending snapshot writes
   PromptCache(const PromptCache&) = delete;
@@ -53,14 +56,17 @@ class PromptCache {
 
   struct Hit {
     std::int64_t tokens = 0;  // 0: none
-    Bytes state;
+    Image state;
   };
   // The longest prefix tokens[0, p) cached, p among `points` (ascending), memory first, then disk.
   Hit lookup(std::span<const std::int32_t> tokens, std::span<const std::int64_t> points);
   bool contains(std::span<const std::int32_t> prefix) const;
   // Retains `state`, the state after `prefix` (evicting the least recently used entries), and queues its
-  // snapshot file.
-  void insert(std::span<const std::int32_t> prefix, std::vector<std::uint8_t> state);
+  // snapshot file (the writer thread copies the image's bytes to the host).
+  void insert(std::span<const std::int32_t> prefix, Image state);
+  void insert(std::span<const std::int32_t> prefix, std::vector<std::uint8_t> state) {
+    insert(prefix, std::make_shared<const HostStateImage>(std::move(state)));
+  }
   PromptCacheStats stats() const;
   // Waits until queued snapshot files are written (tests, shutdown).
   void flush();
@@ -69,7 +75,7 @@ class PromptCache {
   struct Entry {
     std::uint64_t key = 0;
     std::vector<std::int32_t> tokens;
-    Bytes state;
+    Image state;
   };
   struct DiskFile {
     std::string path;

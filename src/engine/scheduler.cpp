@@ -254,7 +254,7 @@ void Scheduler::prefill_chunk() {
     s.prefilled += len;
     if (options_.prompt_cache != nullptr && std::binary_search(s.retain.begin(), s.retain.end(), s.prefilled))
       options_.prompt_cache->insert(std::span<const std::int32_t>(prompt).first(static_cast<std::size_t>(s.prefilled)),
-                                    s.state->snapshot());
+                                    s.state->image());
     if (s.prefilled < n) return;
     if (s.request.prompt_logprobs) s.out->set_prompt_logprobs(s.prompt_logprobs);  // before any text
     if (!s.request.generate) {
@@ -284,7 +284,7 @@ void Scheduler::start_prefill(Stream& s) {
   // plain prefill (scoring only adds an output projection), so it may still fill the cache below.
   if (const auto hit = s.request.prompt_logprobs ? PromptCache::Hit{} : cache->lookup(prompt, starts); hit.state) {
     try {
-      s.state->restore(*hit.state);
+      s.state->restore_image(*hit.state);
       s.prefilled = s.cached = hit.tokens;
     } catch (const std::exception&) {  // a state of another shape: prefill from the start
       s.state = model_.new_state();

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/state_image.h"
+
 namespace tf {
 
 class Backend;
@@ -36,6 +38,9 @@ class SequenceState {
   // The whole state as bytes, and back: a restored state continues exactly as the saved one would have.
   virtual std::vector<std::uint8_t> snapshot() const = 0;
   virtual void restore(std::span<const std::uint8_t> bytes) = 0;
+  // The same kept where the backend computes (backends/state_image.h): what the prompt cache retains.
+  virtual std::shared_ptr<const StateImage> image() const { return std::make_shared<HostStateImage>(snapshot()); }
+  virtual void restore_image(const StateImage& image) { restore_from_bytes(*this, image); }
 };
 
 // One stream's part of a shared round: `tokens` at positions state.length() .., appended to the state, and

@@ -43,15 +43,14 @@ std::int32_t StreamState::greedy_round(Backend& b, std::int32_t token, bool queu
   return ahead_.next(b, *kv_, token, queue_next, record);
 }
 
-std::vector<std::uint8_t> StreamState::snapshot() const {
-  if (ahead_.ahead() != 0) throw std::logic_error("StreamState::snapshot with a greedy step queued");
-  std::vector<std::uint8_t> out;
-  const std::uint32_t stores = (kv_ ? 1u : 0u) + (recurrent_ ? 1u : 0u);
-  out.resize(4);
-  std::memcpy(out.data(), &stores, 4);
-  for (const StateStore* s : {static_cast<const StateStore*>(kv_.get()), static_cast<const StateStore*>(recurrent_.get())}) {
-    if (s == nullptr) continue;
-    const auto bytes = s->snapshot();
+namespace {
+
+// [store count: u32][per store: byte count u64, bytes] (StreamState::snapshot's layout).
+std::vector<std::uint8_t> join_stores(const std::vector<std::vector<std::uint8_t>>& stores) {
+  std::vector<std::uint8_t> out(4);
+  const auto count = static_cast<std::uint32_t>(stores.size());
+  std::memcpy(out.data(), &count, 4);
+  for (const auto& bytes : stores) {
     const std::uint64_t n = bytes.size();
     const std::size_t at = out.size();
     out.resize(at + 8 + bytes.size());
@@ -59,6 +58,57 @@ std::vector<std::uint8_t> StreamState::snapshot() const {
     std::memcpy(out.data() + at + 8, bytes.data(), bytes.size());
   }
   return out;
+}
+
+// A stream's image: its stores' images, in snapshot()'s order.
+class StreamImage final : public StateImage {
+ public:
+  explicit StreamImage(std::vector<std::shared_ptr<const StateImage>> parts) : parts_(std::move(parts)) {}
+  std::size_t bytes() const override {
+    std::size_t n = 4;
+    for (const auto& p : parts_) n += 8 + p->bytes();
+    return n;
+  }
+  std::vector<std::uint8_t> host_bytes() const override {
+    std::vector<std::vector<std::uint8_t>> stores;
+    for (const auto& p : parts_) stores.push_back(p->host_bytes());
+    return join_stores(stores);
+  }
+  const std::vector<std::shared_ptr<const StateImage>>& parts() const { return parts_; }
+
+ private:
+  std::vector<std::shared_ptr<const StateImage>> parts_;
+};
+
+}  // namespace
+
+std::vector<std::uint8_t> StreamState::snapshot() const {
+  if (ahead_.ahead() != 0) throw std::logic_error("StreamState::snapshot with a greedy step queued");
+  std::vector<std::vector<std::uint8_t>> stores;
+  for (const StateStore* s : {static_cast<const StateStore*>(kv_.get()), static_cast<const StateStore*>(recurrent_.get())})
+    if (s != nullptr) stores.push_back(s->snapshot());
+  return join_stores(stores);
+}
+
+std::shared_ptr<const StateImage> StreamState::image() const {
+  if (ahead_.ahead() != 0) throw std::logic_error("StreamState::image with a greedy step queued");
+  std::vector<std::shared_ptr<const StateImage>> parts;
+  for (const StateStore* s : {static_cast<const StateStore*>(kv_.get()), static_cast<const StateStore*>(recurrent_.get())})
+    if (s != nullptr) parts.push_back(s->image());
+  return std::make_shared<StreamImage>(std::move(parts));
+}
+
+void StreamState::restore_image(const StateImage& image) {
+  const auto* mine = dynamic_cast<const StreamImage*>(&image);
+  if (mine == nullptr) return restore_from_bytes(*this, image);  // a disk file's bytes
+  if (kv_) ahead_.drop(*kv_);
+  std::vector<StateStore*> stores;
+  for (StateStore* s : {static_cast<StateStore*>(kv_.get()), static_cast<StateStore*>(recurrent_.get())})
+    if (s != nullptr) stores.push_back(s);
+  if (mine->parts().size() != stores.size()) throw std::invalid_argument("StreamState::restore_image: a state of another model");
+  for (std::size_t i = 0; i < stores.size(); ++i) stores[i]->restore_image(*mine->parts()[i]);
+  if (kv_ && recurrent_ && kv_->length() != recurrent_->length())
+    throw std::invalid_argument("StreamState::restore_image: stores of different lengths");
 }
 
 void StreamState::restore(std::span<const std::uint8_t> bytes) {

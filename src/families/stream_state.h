@@ -28,6 +28,9 @@ class StreamState final : public SequenceState {
   // [store count: u32][per store: byte count u64, bytes] in the order KV cache, recurrent state.
   std::vector<std::uint8_t> snapshot() const override;
   void restore(std::span<const std::uint8_t> bytes) override;
+  // The stores' own images (device memory on CUDA), whose host_bytes() are snapshot()'s layout.
+  std::shared_ptr<const StateImage> image() const override;
+  void restore_image(const StateImage& image) override;
 
   // The stores at the state's length (a greedy step queued ahead is dropped first); null for a kind no layer has.
   KvCache* kv();

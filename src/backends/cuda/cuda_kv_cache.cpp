@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backends/cuda/cuda_state_image.h"
 #include "backends/cuda/cuda_support.h"
 
 namespace tf::cuda_internal {
@@ -35,21 +36,22 @@ void grow_kv_cache(CudaKvCache& c, std::int64_t need, cudaStream_t stream) {
 }
 
 namespace {
-// Copies rows 0 .. length - 1 of every layer's keys and values between the cache and a host buffer laid out
-// [layer][k|v][kv_heads][length][head_dim].
-void copy_rows(const KvStorage& s, std::int64_t length, std::uint8_t* host, bool to_host, cudaStream_t stream) {
+// Copies rows 0 .. length - 1 of every layer's keys and values between the cache and a buffer laid out
+// [layer][k|v][kv_heads][length][head_dim], in host or device memory (cudaMemcpyDefault: unified addressing
+// tells which), and waits for the copies.
+void copy_rows(const KvStorage& s, std::int64_t length, std::uint8_t* buf, bool to_buf, cudaStream_t stream) {
   const std::size_t row = static_cast<std::size_t>(s.head_dim) * 4;
   const std::size_t head_bytes = row * static_cast<std::size_t>(length);
   std::size_t off = 0;
   for (int l = 0; l < s.layers; ++l)
     for (int kv = 0; kv < 2; ++kv) {
       float* dev = kv == 0 ? s.k(l) : s.v(l);
-      if (to_host)
-        TF_CK(cudaMemcpy2DAsync(host + off, head_bytes, dev, row * static_cast<std::size_t>(s.cap), head_bytes,
-                                static_cast<std::size_t>(s.kv_heads), cudaMemcpyDeviceToHost, stream));
+      if (to_buf)
+        TF_CK(cudaMemcpy2DAsync(buf + off, head_bytes, dev, row * static_cast<std::size_t>(s.cap), head_bytes,
+                                static_cast<std::size_t>(s.kv_heads), cudaMemcpyDefault, stream));
       else
-        TF_CK(cudaMemcpy2DAsync(dev, row * static_cast<std::size_t>(s.cap), host + off, head_bytes, head_bytes,
-                                static_cast<std::size_t>(s.kv_heads), cudaMemcpyHostToDevice, stream));
+        TF_CK(cudaMemcpy2DAsync(dev, row * static_cast<std::size_t>(s.cap), buf + off, head_bytes, head_bytes,
+                                static_cast<std::size_t>(s.kv_heads), cudaMemcpyDefault, stream));
       off += head_bytes * static_cast<std::size_t>(s.kv_heads);
     }
   TF_CK(cudaStreamSynchronize(stream));
@@ -58,20 +60,35 @@ void copy_rows(const KvStorage& s, std::int64_t length, std::uint8_t* host, bool
 
 std::vector<std::uint8_t> CudaKvCache::snapshot() const {
   cudaStream_t stream = settle_();
-  const std::size_t per_position = static_cast<std::size_t>(st->layers) * 2 * st->kv_heads * st->head_dim * 4;
-  std::vector<std::uint8_t> out(per_position * static_cast<std::size_t>(length_));
-  if (length_ > 0) copy_rows(*st, length_, out.data(), /*to_host=*/true, stream);
+  std::vector<std::uint8_t> out(bytes_per_position() * static_cast<std::size_t>(length_));
+  if (length_ > 0) copy_rows(*st, length_, out.data(), /*to_buf=*/true, stream);
   return out;
 }
 
-void CudaKvCache::restore(std::span<const std::uint8_t> bytes) {
-  const std::size_t per_position = static_cast<std::size_t>(st->layers) * 2 * st->kv_heads * st->head_dim * 4;
-  if (bytes.size() % per_position != 0) throw std::invalid_argument("kv cache restore: bytes of another shape");
-  const auto length = static_cast<std::int64_t>(bytes.size() / per_position);
+std::shared_ptr<const StateImage> CudaKvCache::image() const {
+  cudaStream_t stream = settle_();
+  auto image = std::make_shared<CudaStateImage>(std::vector<std::uint8_t>{},
+                                                bytes_per_position() * static_cast<std::size_t>(length_));
+  if (length_ > 0) copy_rows(*st, length_, image->device_data(), /*to_buf=*/true, stream);
+  return image;
+}
+
+void CudaKvCache::restore(std::span<const std::uint8_t> bytes) { restore_rows(bytes.data(), bytes.size()); }
+
+void CudaKvCache::restore_image(const StateImage& image) {
+  const auto* dev = dynamic_cast<const CudaStateImage*>(&image);
+  if (dev == nullptr || !dev->head().empty()) return restore_from_bytes(*this, image);
+  restore_rows(dev->device_data(), dev->device_bytes());
+}
+
+void CudaKvCache::restore_rows(const std::uint8_t* bytes, std::size_t n) {
+  const std::size_t per_position = bytes_per_position();
+  if (n % per_position != 0) throw std::invalid_argument("kv cache restore: bytes of another shape");
+  const auto length = static_cast<std::int64_t>(n / per_position);
   cudaStream_t stream = settle_();
   length_ = 0;  // nothing to keep when growing
   if (length > st->cap) grow_kv_cache(*this, length, stream);
-  if (length > 0) copy_rows(*st, length, const_cast<std::uint8_t*>(bytes.data()), /*to_host=*/false, stream);
+  if (length > 0) copy_rows(*st, length, const_cast<std::uint8_t*>(bytes), /*to_buf=*/false, stream);
   length_ = length;
 }
 

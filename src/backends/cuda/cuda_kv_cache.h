@@ -43,10 +43,16 @@ class CudaKvCache final : public KvCache {
   // [layer][k|v][kv_heads][length][head_dim] float32.
   std::vector<std::uint8_t> snapshot() const override;
   void restore(std::span<const std::uint8_t> bytes) override;
+  // The same bytes in device memory (cuda_state_image.h), and back with a device-to-device copy.
+  std::shared_ptr<const StateImage> image() const override;
+  void restore_image(const StateImage& image) override;
   std::shared_ptr<KvStorage> st;
   std::int64_t length_ = 0;
 
  private:
+  std::size_t bytes_per_position() const { return static_cast<std::size_t>(st->layers) * 2 * st->kv_heads * st->head_dim * 4; }
+  // restore()'s body for bytes anywhere (host or device: the copies infer the direction).
+  void restore_rows(const std::uint8_t* bytes, std::size_t n);
   std::function<cudaStream_t()> settle_;
 };
 

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "backends/cuda/cuda_state_image.h"
 #include "backends/cuda/cuda_support.h"
 
 namespace tf::cuda_internal {
@@ -111,15 +112,20 @@ void CudaRecurrentState::truncate(std::int64_t length) {
 }
 
 std::vector<std::uint8_t> CudaRecurrentState::snapshot() const {
+  return image()->host_bytes();  // one layout: [length: i64][each layer's current slot]
+}
+
+std::shared_ptr<const StateImage> CudaRecurrentState::image() const {
   cudaStream_t stream = settle_();
   const std::size_t per_layer = static_cast<std::size_t>(slot_floats()) * 4;
-  std::vector<std::uint8_t> out(8 + layers_.size() * per_layer);
-  std::memcpy(out.data(), &length_, 8);
+  std::vector<std::uint8_t> head(8);
+  std::memcpy(head.data(), &length_, 8);
+  auto image = std::make_shared<CudaStateImage>(std::move(head), layers_.size() * per_layer);
   for (std::size_t i = 0; i < layers_.size(); ++i)
-    TF_CK(cudaMemcpyAsync(out.data() + 8 + i * per_layer, slot(static_cast<int>(i), layers_[i].cur), per_layer,
-                          cudaMemcpyDeviceToHost, stream));
+    TF_CK(cudaMemcpyAsync(image->device_data() + i * per_layer, slot(static_cast<int>(i), layers_[i].cur), per_layer,
+                          cudaMemcpyDeviceToDevice, stream));
   TF_CK(cudaStreamSynchronize(stream));
-  return out;
+  return image;
 }
 
 void CudaRecurrentState::restore(std::span<const std::uint8_t> bytes) {
@@ -128,13 +134,27 @@ void CudaRecurrentState::restore(std::span<const std::uint8_t> bytes) {
     throw std::invalid_argument("recurrent state restore: bytes of another shape");
   std::int64_t length = 0;
   std::memcpy(&length, bytes.data(), 8);
+  restore_slots(length, bytes.data() + 8);
+}
+
+void CudaRecurrentState::restore_image(const StateImage& image) {
+  const auto* dev = dynamic_cast<const CudaStateImage*>(&image);
+  if (dev == nullptr || dev->head().size() != 8) return restore_from_bytes(*this, image);
+  if (dev->device_bytes() != layers_.size() * static_cast<std::size_t>(slot_floats()) * 4)
+    throw std::invalid_argument("recurrent state restore: an image of another shape");
+  std::int64_t length = 0;
+  std::memcpy(&length, dev->head().data(), 8);
+  restore_slots(length, dev->device_data());
+}
+
+void CudaRecurrentState::restore_slots(std::int64_t length, const std::uint8_t* slots) {
   if (length < 0) throw std::invalid_argument("recurrent state restore: negative length");
+  const std::size_t per_layer = static_cast<std::size_t>(slot_floats()) * 4;
   cudaStream_t stream = settle_();
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     layers_[i].cur = 0;
     layers_[i].before = -1;
-    TF_CK(cudaMemcpyAsync(slot(static_cast<int>(i), 0), bytes.data() + 8 + i * per_layer, per_layer,
-                          cudaMemcpyHostToDevice, stream));
+    TF_CK(cudaMemcpyAsync(slot(static_cast<int>(i), 0), slots + i * per_layer, per_layer, cudaMemcpyDefault, stream));
   }
   TF_CK(cudaStreamSynchronize(stream));
   length_ = length;

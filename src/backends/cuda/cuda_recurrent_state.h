@@ -42,6 +42,9 @@ class CudaRecurrentState final : public RecurrentState {
   // [length: int64][per layer: conv window, then state], float32 (the MLX backend's layout).
   std::vector<std::uint8_t> snapshot() const override;
   void restore(std::span<const std::uint8_t> bytes) override;
+  // The same in device memory (cuda_state_image.h; the length as its host head), and back on the device.
+  std::shared_ptr<const StateImage> image() const override;
+  void restore_image(const StateImage& image) override;
 
   int layers() const { return static_cast<int>(layers_.size()); }
   const cuda::GdnShape& shape() const { return shape_; }
@@ -62,6 +65,8 @@ class CudaRecurrentState final : public RecurrentState {
     const float* dt_bias = nullptr;
   };
   std::int64_t slot_floats() const;
+  // restore()'s body: `length`, then the layers' slots from `slots` (host or device memory).
+  void restore_slots(std::int64_t length, const std::uint8_t* slots);
   float* slot(int layer, int s) const;
   float* saved(int layer) const;
   std::int64_t save_floats() const;

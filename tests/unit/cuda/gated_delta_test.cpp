@@ -548,6 +548,26 @@ TEST(CudaBackendGatedDelta, SnapshotRestoreContinuesTheSame) {
   EXPECT_THROW(third->truncate(6), std::invalid_argument);
 }
 
+// The same through a device image (the prompt cache's entries): its host bytes are the snapshot's, and a
+// state restored from it on the device continues with the same bits.
+TEST(CudaBackendGatedDelta, DeviceImageRestoresTheSame) {
+  TF_NEED_GPU();
+  BackendGdn g;
+  auto st = g.state();
+  g.feed_one_by_one(*st, iota_rows(0, 3));
+  g.feed(*st, iota_rows(3, 4));
+  const auto image = st->image();
+  EXPECT_TRUE(image->host_bytes() == st->snapshot());
+  EXPECT_EQ(image->bytes(), st->snapshot().size());
+  auto other = g.state();
+  other->restore_image(*image);
+  EXPECT_EQ(other->length(), st->length());
+  EXPECT_TRUE(other->snapshot() == st->snapshot());
+  const auto a = g.feed(*st, {9});
+  const auto b = g.feed(*other, {9});
+  for (int l = 0; l < BackendGdn::kLayers; ++l) EXPECT_TRUE(same(a[sz(l)], b[sz(l)])) << "layer " << l;
+}
+
 TEST(CudaBackendGatedDelta, RejectsCallsOffTheStateAndTruncationBeforeTheCall) {
   TF_NEED_GPU();
   BackendGdn g;

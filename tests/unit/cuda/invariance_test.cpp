@@ -410,5 +410,31 @@ TEST(CudaInvariance, KvCacheSnapshotRestoreContinuesExactly) {
   EXPECT_THROW(restored->restore(odd), std::invalid_argument);
 }
 
+// The same through a device image (the prompt cache's retained prefixes, cuda_state_image.h): its host bytes
+// are snapshot()'s, a cache restored from it on the device, or from those bytes, continues with the same bits,
+// and an image stays valid after its cache moves on.
+TEST(CudaInvariance, KvCacheDeviceImageRestoresExactly) {
+  TF_NEED_GPU();
+  auto be = make_cuda_backend();
+  bench::RandomLlama m(*be, small_shape(128), 7);
+  std::vector<std::int32_t> prompt(300);
+  for (auto& t : prompt) t = static_cast<std::int32_t>(rng()() % 5000);
+  auto original = m.new_cache();
+  m.forward(*original, prompt, 1);
+  const auto image = original->image();
+  EXPECT_EQ(image->bytes(), original->snapshot().size());
+  EXPECT_TRUE(image->host_bytes() == original->snapshot()) << "an image's bytes are not the snapshot's";
+  const std::int32_t next[3] = {11, 22, 33};
+  const auto want = m.forward(*original, next, 3);
+  for (const bool from_host : {false, true}) {
+    auto restored = m.new_cache();
+    if (from_host) restored->restore_image(HostStateImage(image->host_bytes()));
+    else restored->restore_image(*image);
+    ASSERT_EQ(restored->length(), 300);
+    const auto got = m.forward(*restored, next, 3);
+    EXPECT_TRUE(same_bits(want.data(), got.data(), want.size())) << (from_host ? "host bytes" : "device image");
+  }
+}
+
 }  // namespace
 }  // namespace tf::cuda::test

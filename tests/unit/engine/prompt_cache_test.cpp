@@ -56,7 +56,7 @@ TEST(PromptCache, LongestPrefixAndLruUnderBudget) {
   auto hit = c.lookup(t, points);
   ASSERT_TRUE(hit.state);
   EXPECT_EQ(hit.tokens, 4);
-  EXPECT_EQ((*hit.state)[0], 4);
+  EXPECT_EQ(hit.state->host_bytes()[0], 4);
   c.insert(std::span(t).first(6), bytes_of(100, 6));  // evicts the least recently used: the 2-token prefix
   EXPECT_LE(c.stats().bytes, 250u);
   EXPECT_FALSE(c.contains(std::span(t).first(2)));
@@ -100,7 +100,7 @@ TEST_F(PromptCacheDisk, SurvivesARestart) {
   PromptCache c(opts("m"));
   const auto hit = c.lookup(t, points);
   ASSERT_TRUE(hit.state);
-  EXPECT_EQ(*hit.state, bytes_of(1000, 9));
+  EXPECT_EQ(hit.state->host_bytes(), bytes_of(1000, 9));
   EXPECT_EQ(c.stats().disk_loads, 1);
 }
 
