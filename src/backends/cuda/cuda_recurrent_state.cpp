@@ -112,7 +112,16 @@ void CudaRecurrentState::truncate(std::int64_t length) {
 }
 
 std::vector<std::uint8_t> CudaRecurrentState::snapshot() const {
-  return image()->host_bytes();  // one layout: [length: i64][each layer's current slot]
+  // [length: i64][each layer's current slot], copied straight to the host (image() keeps it on the device).
+  cudaStream_t stream = settle_();
+  const std::size_t per_layer = static_cast<std::size_t>(slot_floats()) * 4;
+  std::vector<std::uint8_t> out(8 + layers_.size() * per_layer);
+  std::memcpy(out.data(), &length_, 8);
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    TF_CK(cudaMemcpyAsync(out.data() + 8 + i * per_layer, slot(static_cast<int>(i), layers_[i].cur), per_layer,
+                          cudaMemcpyDeviceToHost, stream));
+  TF_CK(cudaStreamSynchronize(stream));
+  return out;
 }
 
 std::shared_ptr<const StateImage> CudaRecurrentState::image() const {
