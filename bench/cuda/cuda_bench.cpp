@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_backend.h"
+#include "bench/cuda/bench_common.h"
 #include "bench/cuda/random_llama.h"
 #include "bench/cuda/random_qwen3_5.h"
 #include "engine/decode_loop.h"
@@ -34,57 +35,14 @@
 
 namespace {
 
+using tf::bench::ck;
+using tf::bench::copy_bandwidth;
+using tf::bench::g_results;
 using tf::bench::LlamaShape;
+using tf::bench::median;
+using tf::bench::result;
+using tf::bench::time_ms;
 using tf::bench::RandomLlama;
-
-void ck(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-nlohmann::json g_results = nlohmann::json::object();
-void result(const std::string& name, double value, const std::string& unit) {
-  std::printf("RESULT %-44s %12.4f %s\n", name.c_str(), value, unit.c_str());
-  std::fflush(stdout);
-  g_results[name] = {{"value", value}, {"unit", unit}};
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Milliseconds of fn on `s`, median of `reps` after `warm` warm-ups, by CUDA events.
-double time_ms(cudaStream_t s, int warm, int reps, const std::function<void()>& fn) {
-  cudaEvent_t a, b;
-  ck(cudaEventCreate(&a), "event");
-  ck(cudaEventCreate(&b), "event");
-  for (int i = 0; i < warm; ++i) fn();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    ck(cudaEventRecord(a, s), "record");
-    fn();
-    ck(cudaEventRecord(b, s), "record");
-    ck(cudaEventSynchronize(b), "sync");
-    float ms = 0;
-    ck(cudaEventElapsedTime(&ms, a, b), "elapsed");
-    t.push_back(ms);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return median(t);
-}
-
-double copy_bandwidth(cudaStream_t s) {
-  const std::size_t bytes = std::size_t{2} << 30;  // 2 GiB each way, far past the 60 MB L2
-  void *src = nullptr, *dst = nullptr;
-  ck(cudaMalloc(reinterpret_cast<void**>(&src), bytes), "malloc");
-  ck(cudaMalloc(reinterpret_cast<void**>(&dst), bytes), "malloc");
-  tf::cuda::fill_random_bits(src, bytes, 1, s);
-  const double ms = time_ms(s, 2, 10, [&] { ck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s), "copy"); });
-  cudaFree(src);
-  cudaFree(dst);
-  return 2.0 * static_cast<double>(bytes) / (ms * 1e-3);  // read + written
-}
 
 std::vector<std::int32_t> ids(std::int64_t n, std::int64_t vocab, std::uint64_t salt) {
   std::vector<std::int32_t> v(static_cast<std::size_t>(n));
@@ -687,7 +645,7 @@ int main(int argc, char** argv) {
     else if (a == "--quick") quick = true;
     else {
       std::fprintf(stderr,
-                   "usage: tf_cuda_bench [--section smollm2_shape|llama8b|class27b|qwen27b|verify27b|aggregate_smollm2|aggregate27b|aggregate_model|matmul|model|profile_smollm2|profile_8b|profile_27b_1|profile_27b_8|qwen27b_2bit|profile_qwen27b_1|profile_qwen27b_4]... [--model PATH] "
+                   "usage: tf_cuda_bench [--section smollm2_shape|llama8b|class27b|qwen27b|verify27b|aggregate_smollm2|aggregate27b|aggregate_model|matmul|model|profile_smollm2|profile_8b|profile_27b_1|profile_27b_8|qwen27b_2bit|profile_qwen27b_1|profile_qwen27b_4|prefill_attention|prefill_gemm]... [--model PATH] "
                    "[--json FILE] [--quick]\n");
       return 2;
     }
@@ -748,6 +706,11 @@ int main(int argc, char** argv) {
         bench_profile(class27b_shape(), sec == "profile_27b_8" ? 8 : 1, 256);
       } else if (sec == "profile_qwen27b_1" || sec == "profile_qwen27b_4") {
         bench_profile_qwen27b(sec == "profile_qwen27b_4" ? 4 : 1);
+      } else if (sec == "prefill_attention") {
+        tf::bench::bench_prefill_attention();
+      } else if (sec == "prefill_gemm") {
+        auto b = tf::make_cuda_backend();
+        tf::bench::bench_prefill_gemm(*b);
       } else if (sec == "matmul") {
         auto b = tf::make_cuda_backend();
         bench_matmul(*b, bw);

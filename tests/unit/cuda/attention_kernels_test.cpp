@@ -2,6 +2,8 @@
 // bit; split from kernels_test.cpp (the other kernels). Runs only on a machine with a GPU.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <utility>
 
 #include "cuda_test_util.h"
 
@@ -145,9 +147,12 @@ TEST(CudaKernels, PrefillAttentionCausalGqa) {
   struct Shape {
     int heads, kv_heads, d;
   };
-  for (const Shape sh : {Shape{9, 3, 64}, Shape{32, 8, 128}, Shape{24, 4, 256}})
-    for (int start : {0, 77}) {
-      const int n = 150, cap = 512;
+  // Every head size the kernel has; starts that put a query tile across key tiles of both widths (64 and 32),
+  // and a chunk of fewer rows than a query tile.
+  for (const Shape sh : {Shape{9, 3, 64}, Shape{32, 8, 128}, Shape{24, 4, 256}, Shape{4, 2, 32}, Shape{8, 8, 80},
+                         Shape{6, 2, 96}})
+    for (const auto& [start, n] : {std::pair{0, 150}, std::pair{77, 150}, std::pair{300, 37}}) {
+      const int cap = 512;
       HostCache c(sh.kv_heads, cap, sh.d);
       const auto q = random_floats(static_cast<std::size_t>(n) * sh.heads * sh.d);
       DevBuf<float> dq(q), out(q.size());
@@ -167,6 +172,11 @@ TEST(CudaKernels, PrefillAttentionCausalGqa) {
       a.scale = 1.0f / std::sqrt(static_cast<float>(sh.d));
       prefill_attention(a, nullptr);
       const auto got = out.download();
+      // A pure function of its inputs (the prompt cache's chunk grid relies on it): a second run, the same bits.
+      out.poison();
+      prefill_attention(a, nullptr);
+      ASSERT_EQ(std::memcmp(got.data(), out.download().data(), got.size() * sizeof(float)), 0)
+          << "d " << sh.d << " start " << start;
       std::vector<double> ref;
       for (int r = 0; r < n; ++r) {
         auto row = ref_attention_row(q.data() + static_cast<std::size_t>(r) * sh.heads * sh.d, c, start + r + 1, sh.heads, a.scale);
