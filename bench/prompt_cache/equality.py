@@ -18,6 +18,7 @@ replies part, with both servers' top log-probabilities there) and a summary line
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 from pathlib import Path
 
@@ -89,6 +90,10 @@ def main() -> None:
                         failures.append(f"case {ci}.{si} turn {turn}")
                         if ids_a != ids_b:
                             print("    " + first_difference(a, b), flush=True)
+                            # The request, to replay elsewhere (another backend says which server is right).
+                            (work / f"case_{ci}.{si}_turn_{turn}.json").write_text(
+                                json.dumps({"messages": messages, "max_tokens": args.max_tokens, **sampling,
+                                            "cached": a["choices"][0], "fresh": b["choices"][0]}))
                     messages.append({"role": "assistant", "content": a["choices"][0]["message"]["content"] or ""})
     print(f"prompt cache equality: {checked - len(failures)}/{checked} turns equal to fresh with restores"
           + (f"; failed: {', '.join(failures)}" if failures else ""))

@@ -29,9 +29,8 @@
 // The grid is (kv head, row, splits) so that the blocks that have work are dispatched first and the ones past
 // a row's splits (they only read the row and exit, before the wait) last; only static shared memory (< 48 KiB).
 // Before its PDL wait a block reads its row (the dyn block, through L2) and takes the sines and cosines of
-// its query's rotation: the rotation then costs no memory round trip after the wait. With fresh rows it
-// also issues its first split's cache loads there (positions before new_from, written by earlier calls:
-// stream operations before this graph), so they travel while the q/k/v matmul drains.
+// its query's rotation: the rotation then costs no memory round trip after the wait. Its cache loads come
+// after the wait (issuing them before it was a race: see decode_attention's TF_CUDA_ATTN_EARLY).
 // Workspace: o partials [row * heads + head][max_splits][head_dim] then (m, l) pairs.
 // So a row's output depends on its query, its cache and its length alone: not on the other rows in the
 // call, on which streams they belong to, on the grid, or on the order in which blocks finish. The code is
@@ -488,8 +487,8 @@ __global__ void __launch_bounds__(kAttnThreads, attn_min_blocks(DMAX)) decode_at
       if (i < nq) rope_sincos(pr, __ldg(a.inv_freq + i % half), sp.rsn[j], sp.rcs[j]);
     }
   }
-  // Without fresh rows the cache may come from the kv_write just before; with them, every cached position
-  // was written by an earlier call, and the first split's cache loads go out before the wait (attend_split).
+  // The cache may come from a kernel still in flight (the kv_write just before, or an earlier call's writes
+  // ahead of a PDL chain), so its loads wait, unless TF_CUDA_ATTN_EARLY=1 (A/B runs; racy, see the launch).
   const bool early = a.k_new != nullptr && early_cache != 0;
   if (!early) pdl_wait();  // the cache (kv_write) and q, k, v come from earlier kernels
   const int last = min(sp.nsplit, first + per_block);
@@ -555,8 +554,13 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned int>(a.kv_heads), static_cast<unsigned int>(a.n_rows),
                   static_cast<unsigned int>(a.max_splits));
   const int cb = attn_call_blocks(a.head_dim);
-  // TF_CUDA_ATTN_EARLY=0: the cache loads after the wait, as before session 13 (A/B runs; the same bits).
-  static const int early = tiled::env_int("TF_CUDA_ATTN_EARLY", 1) != 0 ? 1 : 0;
+  // The cache loads wait for pdl_wait (TF_CUDA_ATTN_EARLY=1 issues the first split's before it, for A/B runs
+  // only). "Written by an earlier call" does not make a position safe to read before the wait: under
+  // programmatic dependent launch each kernel lets the next one start at its top, so a chain of small kernels
+  // (the SmolLM2 shape's) can run ahead of the kernel that wrote the position. Session 26 (H200): with the early
+  // loads two fresh servers gave different replies to one 2k-token prompt (1 turn in 18, bench/prompt_cache/
+  // equality.py --cache-gib 0); without them 18 of 18 agreed, cached and fresh alike. Cost: decode 1.2-1.4% slower.
+  static const int early = tiled::env_int("TF_CUDA_ATTN_EARLY", 0) != 0 ? 1 : 0;
   if (a.head_dim <= 64)
     launch_pdl(decode_attention_kernel<64>, grid, dim3(kAttnThreads), 0, s, a, cb, early);
   else if (a.head_dim <= 128)
