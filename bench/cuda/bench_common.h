@@ -1,6 +1,7 @@
 // What the CUDA benchmark sections share (bench/cuda/*.cpp, one tf_cuda_bench binary): the error check, the
 // RESULT lines and their JSON, medians, event timing and the copy bandwidth of the run.
 #pragma once
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -64,6 +65,18 @@ inline double copy_bandwidth(cudaStream_t s) {
   cudaFree(src);
   cudaFree(dst);
   return 2.0 * static_cast<double>(bytes) / (ms * 1e-3);  // read + written
+}
+
+// cuBLAS's y [rows, w.rows] (f32) = x [rows, w.cols] (bf16) w^T for a dense bf16 weight view: the reference
+// the benchmarks hold our matmuls against. Column-major, that is C [n, rows] = (W as [k, n])^T X [k, rows].
+inline void cublas_bf16_linear(cublasHandle_t h, const cuda::WeightView& w, const void* x_bf16, std::int64_t rows,
+                               float* y) {
+  const float alpha = 1.0f, beta = 0.0f;
+  const int n = static_cast<int>(w.rows), k = static_cast<int>(w.cols);
+  if (cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, static_cast<int>(rows), k, &alpha, w.data, CUDA_R_16BF, k, x_bf16,
+                   CUDA_R_16BF, k, &beta, y, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                   CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error("cublasGemmEx");
 }
 
 // Prefill attention alone (the tensor-core kernel of kernels/prefill_attention.cu) on the 8B and 27B-class

@@ -320,15 +320,7 @@ void bench_matmul(tf::CudaBackend& be, double bw) {
   ck(cudaMalloc(reinterpret_cast<void**>(&xb), 16 * F * 2), "malloc");
   tf::cuda::fill_random_uniform(xb, tf::cuda::ElemType::BF16, 16 * F, -1.0f, 1.0f, 9, s);
   auto cublas = [&](int rows) {
-    const float alpha = 1.0f, beta = 0.0f;
-    for (const auto& w : dense) {
-      // y[rows, n] = x[rows, k] * W[n, k]^T: column-major C[n, rows] = W^T(op T on [k, n]) * X[k, rows].
-      const auto v = be.weight_view(w);
-      if (cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.rows), rows, static_cast<int>(w.cols), &alpha, v.data,
-                       CUDA_R_16BF, static_cast<int>(w.cols), xb, CUDA_R_16BF, static_cast<int>(w.cols), &beta, y, CUDA_R_32F,
-                       static_cast<int>(w.rows), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
-        throw std::runtime_error("cublasGemmEx");
-    }
+    for (const auto& w : dense) tf::bench::cublas_bf16_linear(h, be.weight_view(w), xb, rows, y);
   };
   for (int rows : {1, 16}) {
     cublas(rows);  // warm-up outside capture (heuristics, workspace)

@@ -56,16 +56,7 @@ void bench_prefill_gemm(CudaBackend& be) {
       }
     };
     const auto cublas = [&] {
-      const float alpha = 1.0f, beta = 0.0f;
-      for (const auto& w : dense) {
-        // y[rows, n] = x[rows, k] W[n, k]^T: column-major C[n, rows] = (W as [k, n])^T X[k, rows].
-        const auto v = be.weight_view(w);
-        if (cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.rows), static_cast<int>(rows),
-                         static_cast<int>(w.cols), &alpha, v.data, CUDA_R_16BF, static_cast<int>(w.cols), xb,
-                         CUDA_R_16BF, static_cast<int>(w.cols), &beta, y, CUDA_R_32F, static_cast<int>(w.rows),
-                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
-          throw std::runtime_error("cublasGemmEx");
-      }
+      for (const auto& w : dense) cublas_bf16_linear(h, be.weight_view(w), xb, rows, y);
     };
     const std::string tag = "prefill_gemm.llama8b_layer_rows" + std::to_string(rows);
     const double flops = flops_per_row * static_cast<double>(rows);

@@ -526,21 +526,32 @@ TEST(CudaBackendGatedDelta, MatchesCpuRecurrence) {
   }
 }
 
-TEST(CudaBackendGatedDelta, SnapshotRestoreContinuesTheSame) {
-  TF_NEED_GPU();
-  BackendGdn g;
+// A state of g after 7 rows: 3 one call each, then 4 in one call (both paths behind the saved state).
+auto fed_state(BackendGdn& g) {
   auto st = g.state();
   g.feed_one_by_one(*st, iota_rows(0, 3));
   g.feed(*st, iota_rows(3, 4));
+  return st;
+}
+
+// Both states take the same next row and give every layer the same bits.
+void expect_same_next_rows(BackendGdn& g, RecurrentState& a_state, RecurrentState& b_state) {
+  const auto a = g.feed(a_state, {9});
+  const auto b = g.feed(b_state, {9});
+  for (int l = 0; l < BackendGdn::kLayers; ++l) EXPECT_TRUE(same(a[sz(l)], b[sz(l)])) << "layer " << l;
+}
+
+TEST(CudaBackendGatedDelta, SnapshotRestoreContinuesTheSame) {
+  TF_NEED_GPU();
+  BackendGdn g;
+  auto st = fed_state(g);
   const auto snap = st->snapshot();
   auto other = g.state();
   EXPECT_THROW(other->restore(std::span<const std::uint8_t>(snap.data(), snap.size() - 4)), std::invalid_argument);
   other->restore(snap);
   EXPECT_EQ(other->length(), st->length());
   EXPECT_TRUE(other->snapshot() == snap);
-  const auto a = g.feed(*st, {9});
-  const auto b = g.feed(*other, {9});
-  for (int l = 0; l < BackendGdn::kLayers; ++l) EXPECT_TRUE(same(a[sz(l)], b[sz(l)])) << "layer " << l;
+  expect_same_next_rows(g, *st, *other);
   EXPECT_TRUE(st->snapshot() == other->snapshot());
   // A restored state has no call to roll back into.
   auto third = g.state();
@@ -553,9 +564,7 @@ TEST(CudaBackendGatedDelta, SnapshotRestoreContinuesTheSame) {
 TEST(CudaBackendGatedDelta, DeviceImageRestoresTheSame) {
   TF_NEED_GPU();
   BackendGdn g;
-  auto st = g.state();
-  g.feed_one_by_one(*st, iota_rows(0, 3));
-  g.feed(*st, iota_rows(3, 4));
+  auto st = fed_state(g);
   const auto image = st->image();
   EXPECT_TRUE(image->host_bytes() == st->snapshot());
   EXPECT_EQ(image->bytes(), st->snapshot().size());
@@ -563,9 +572,7 @@ TEST(CudaBackendGatedDelta, DeviceImageRestoresTheSame) {
   other->restore_image(*image);
   EXPECT_EQ(other->length(), st->length());
   EXPECT_TRUE(other->snapshot() == st->snapshot());
-  const auto a = g.feed(*st, {9});
-  const auto b = g.feed(*other, {9});
-  for (int l = 0; l < BackendGdn::kLayers; ++l) EXPECT_TRUE(same(a[sz(l)], b[sz(l)])) << "layer " << l;
+  expect_same_next_rows(g, *st, *other);
 }
 
 TEST(CudaBackendGatedDelta, RejectsCallsOffTheStateAndTruncationBeforeTheCall) {

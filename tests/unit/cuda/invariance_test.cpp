@@ -386,6 +386,15 @@ TEST(CudaInvariance, GreedyStepsQueuedAheadEqualHostFed) {
 namespace tf::cuda::test {
 namespace {
 
+// A new cache of m holding 300 random tokens (past the first 256-position allocation).
+std::unique_ptr<KvCache> prefilled_300(bench::RandomLlama& m) {
+  std::vector<std::int32_t> prompt(300);
+  for (auto& t : prompt) t = static_cast<std::int32_t>(rng()() % 5000);
+  auto cache = m.new_cache();
+  m.forward(*cache, prompt, 1);
+  return cache;
+}
+
 // A KV cache saved with snapshot() and restored into a new cache continues exactly: the next steps' logits
 // are the same bits as the original cache's. Restoring past the new cache's capacity grows it first (300
 // positions > the first 256-position allocation), and bytes of another shape are refused.
@@ -393,10 +402,7 @@ TEST(CudaInvariance, KvCacheSnapshotRestoreContinuesExactly) {
   TF_NEED_GPU();
   auto be = make_cuda_backend();
   bench::RandomLlama m(*be, small_shape(128), 7);
-  std::vector<std::int32_t> prompt(300);
-  for (auto& t : prompt) t = static_cast<std::int32_t>(rng()() % 5000);
-  auto original = m.new_cache();
-  m.forward(*original, prompt, 1);
+  auto original = prefilled_300(m);
   const auto saved = original->snapshot();
   const std::int32_t next[3] = {11, 22, 33};
   const auto want = m.forward(*original, next, 3);
@@ -417,10 +423,7 @@ TEST(CudaInvariance, KvCacheDeviceImageRestoresExactly) {
   TF_NEED_GPU();
   auto be = make_cuda_backend();
   bench::RandomLlama m(*be, small_shape(128), 7);
-  std::vector<std::int32_t> prompt(300);
-  for (auto& t : prompt) t = static_cast<std::int32_t>(rng()() % 5000);
-  auto original = m.new_cache();
-  m.forward(*original, prompt, 1);
+  auto original = prefilled_300(m);
   const auto image = original->image();
   EXPECT_EQ(image->bytes(), original->snapshot().size());
   EXPECT_TRUE(image->host_bytes() == original->snapshot()) << "an image's bytes are not the snapshot's";
