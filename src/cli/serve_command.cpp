@@ -340,7 +340,7 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option("--prompt-cache-gib", f->prompt_cache_gib,
                   "Memory for retained prompt prefixes, so that a conversation's next turn prefills only its new "
                   "tokens (0: off; default: a quarter of the room beside the weights, at most 16 GiB, counted in "
-                  "the memory budget; on CUDA off unless given, and held in host memory)")
+                  "the memory budget; on CUDA off unless given, and held in device memory)")
       ->check(CLI::Range(0.0, 4096.0));
   sub->add_option("--snapshot-dir", f->snapshot_dir,
                   "Directory of prompt-prefix snapshots that survive restarts (none: off; default: "
