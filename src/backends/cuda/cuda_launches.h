@@ -47,14 +47,14 @@ struct LaunchBuffers {
   void* imma_scratch = nullptr;   // the integer matmul's x terms (cuda::DecodeLinearArgs::imma_scratch)
   void* imma_scratch_alt = nullptr;  // a second one, of the same size (Step::x_in_alt)
   std::size_t imma_scratch_bytes = 0;
-  void* prefill_scratch = nullptr;  // the integer prefill GEMM's x terms (cuda::prefill_linear_imma)
+  void* prefill_scratch = nullptr;  // the prefill GEMMs' x terms (cuda::prefill_linear_mma, prefill_linear_imma)
   std::size_t prefill_scratch_bytes = 0;
 };
 
 // What the runner's buffers must hold for a tape's launches (TapeRunner::reserve_launch_buffers), gathered
 // op by op (OpDescriptor::need_buffers).
 struct LaunchBufferNeeds {
-  std::size_t prefill_need = 0;  // the integer prefill GEMM's x terms (LaunchBuffers::prefill_scratch)
+  std::size_t prefill_need = 0;  // the prefill GEMMs' x terms (LaunchBuffers::prefill_scratch)
   // Decode attention's partials (LaunchBuffers::attn_work): the most rows, splits, heads and head size.
   std::int64_t max_attn_rows = 0;
   int max_splits = 1, max_heads = 0, max_dim = 0;

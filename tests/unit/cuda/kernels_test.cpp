@@ -217,6 +217,45 @@ TEST(CudaKernels, PrefillLinearImmaEqualsDecodeBitwise) {
   EXPECT_GE(cases, 4);
 }
 
+// The bf16 prefill GEMM (x as two bf16 terms, codes as bf16 integers, scale and bias once a group): within
+// the tiled kernels' tolerance of float64; a second run gives the same bits (the prompt cache's chunk grid
+// needs a chunk's result to be a pure function of its inputs); and a row's result depends on that row alone
+// (the first 40 rows of a 200-row call equal a 40-row call's, bit for bit).
+TEST(CudaKernels, PrefillLinearMmaMatchesFloat64AndRepeats) {
+  TF_NEED_GPU();
+  int cases = 0;
+  double worst = 0.0;
+  for (const auto& c : linear_cases()) {
+    const HostW hw = make_weight(c.n, c.k, c.bits, c.group, c.dtype);
+    DevW dw(hw);
+    if (!prefill_linear_mma_takes(dw.view)) continue;
+    ++cases;
+    const auto x = random_floats(static_cast<std::size_t>(200 * c.k));
+    DevBuf<float> dx(x);
+    std::vector<float> first40;
+    for (int rows : {40, 17, 200}) {
+      DevBuf<float> dy(static_cast<std::size_t>(rows * c.n)), dy2(static_cast<std::size_t>(rows * c.n));
+      dy.poison();
+      dy2.poison();
+      const std::size_t scratch = prefill_mma_scratch_bytes(rows, c.k);
+      DevBuf<std::uint8_t> sb(scratch);
+      prefill_linear_mma(dx.p, c.k, rows, dw.view, dy.p, c.n, sb.p, scratch, nullptr);
+      prefill_linear_mma(dx.p, c.k, rows, dw.view, dy2.p, c.n, sb.p, scratch, nullptr);
+      const auto got = dy.download(), again = dy2.download();
+      const std::vector<float> xr(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(rows) * c.k);
+      const double e = rel_err(got, ref_linear(xr, rows, hw));
+      worst = std::max(worst, e);
+      EXPECT_LT(e, kTiledTol) << name(c) << " rows " << rows;
+      EXPECT_TRUE(same_bits(got.data(), again.data(), got.size())) << name(c) << " rows " << rows << ": second run";
+      if (rows == 40) first40 = got;
+      else if (rows > 40)
+        EXPECT_TRUE(same_bits(first40.data(), got.data(), first40.size())) << name(c) << " rows " << rows << ": first 40";
+    }
+  }
+  std::printf("[ mma ] %d weight formats, worst relative error %.3g\n", cases, worst);
+  EXPECT_GE(cases, 20);
+}
+
 TEST(CudaKernels, RmsNormWithResidual) {
   TF_NEED_GPU();
   for (std::int64_t cols : {576, 4096, 5120}) {

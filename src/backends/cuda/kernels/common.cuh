@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -110,6 +111,12 @@ __device__ __forceinline__ unsigned int code_at(const std::uint32_t* row, std::i
   unsigned int v = row[w] >> sh;
   if (sh + bits > 32) v |= row[w + 1] << (32 - sh);
   return v & ((1u << bits) - 1u);
+}
+
+// Knobs read once from the environment (A/B measurements).
+inline int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != 0 ? std::atoi(v) : fallback;
 }
 
 __host__ __device__ inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }

@@ -534,7 +534,7 @@ namespace {
 // 1.2 waves at 8 streams); SmolLM2 shape (head_dim 64) at 192: 8 / 16 streams 8,203-8,230 / 12,149-12,161 ->
 // 8,558-8,563 / 12,359-12,373 tokens/s (128: 8,015 / 11,330). TF_CUDA_ATTN_CALL_BLOCKS sets it (A/B runs).
 int attn_call_blocks(int head_dim) {
-  static const int forced = std::max(0, tiled::env_int("TF_CUDA_ATTN_CALL_BLOCKS", 0));
+  static const int forced = std::max(0, env_int("TF_CUDA_ATTN_CALL_BLOCKS", 0));
   return forced > 0 ? forced : head_dim > 128 ? 128 : 192;
 }
 }  // namespace
@@ -560,7 +560,7 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
   // (the SmolLM2 shape's) can run ahead of the kernel that wrote the position. Session 26 (H200): with the early
   // loads two fresh servers gave different replies to one 2k-token prompt (1 turn in 18, bench/prompt_cache/
   // equality.py --cache-gib 0); without them 18 of 18 agreed, cached and fresh alike. Cost: decode 1.2-1.4% slower.
-  static const int early = tiled::env_int("TF_CUDA_ATTN_EARLY", 0) != 0 ? 1 : 0;
+  static const int early = env_int("TF_CUDA_ATTN_EARLY", 0) != 0 ? 1 : 0;
   if (a.head_dim <= 64)
     launch_pdl(decode_attention_kernel<64>, grid, dim3(kAttnThreads), 0, s, a, cb, early);
   else if (a.head_dim <= 128)
@@ -576,7 +576,7 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
     // (the pairs side by side: each is a chain of shuffles).
     const int warps = std::max((a.head_dim / 4 + 31) / 32, a.prepare_x != nullptr ? a.head_dim / 64 : 1);
     // TF_CUDA_ATTN_ONE_TRIP=0: M by a pass of its own for every row (A/B runs; the same bits).
-    static const int one_trip = tiled::env_int("TF_CUDA_ATTN_ONE_TRIP", 1) != 0 ? kCombineLoads : 0;
+    static const int one_trip = env_int("TF_CUDA_ATTN_ONE_TRIP", 1) != 0 ? kCombineLoads : 0;
     launch_pdl(decode_attention_combine_kernel,
                dim3(static_cast<unsigned int>(a.heads), static_cast<unsigned int>(a.n_rows)), dim3(32 * warps), 0, s, a,
                one_trip);

@@ -321,19 +321,19 @@ std::size_t decode_linear_scratch_bytes(const WeightView& w) {
 }
 
 bool imma_norm_fusable(const WeightView& w, std::int64_t rows, std::int64_t cols) {
-  static const bool on = tiled::env_int("TF_CUDA_IMMA_NORM", 1) != 0;  // A/B runs
+  static const bool on = env_int("TF_CUDA_IMMA_NORM", 1) != 0;  // A/B runs
   return on && tiled::imma_eligible(w) && w.cols == cols && rows >= 1 && rows <= kMaxImmaNormRows && cols % 64 == 0;
 }
 
 bool swiglu_prepare_fusable(const WeightView& gate, const WeightView& down, std::int64_t rows) {
-  static const bool on = tiled::env_int("TF_CUDA_SWIGLU_PREPARE", 1) != 0;  // A/B runs
+  static const bool on = env_int("TF_CUDA_SWIGLU_PREPARE", 1) != 0;  // A/B runs
   // imma_eligible(down) makes its K, the gate's rows, whole pairs of 64.
   return on && tiled::imma_eligible(gate) && tiled::imma_eligible(down) && down.group == 64 && down.cols == gate.rows &&
          rows >= 1 && rows <= kMaxDecodeRows;
 }
 
 bool attention_prepare_fusable(const WeightView& w, int heads, int head_dim) {
-  static const bool on = tiled::env_int("TF_CUDA_ATTN_PREPARE", 1) != 0;  // A/B runs
+  static const bool on = env_int("TF_CUDA_ATTN_PREPARE", 1) != 0;  // A/B runs
   return on && tiled::imma_eligible(w) && w.cols == static_cast<std::int64_t>(heads) * head_dim && head_dim % 64 == 0;
 }
 

@@ -165,11 +165,6 @@ __device__ __forceinline__ float store_output(const DecodeLinearArgs& a, const O
   return v;
 }
 
-// Knobs read once from the environment (A/B measurements).
-inline int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != 0 ? std::atoi(v) : fallback;
-}
 inline int tiled_max_warps() {
   static const int w = [] {
     const int v = env_int("TF_CUDA_TILED_WARPS", kMaxWarps);

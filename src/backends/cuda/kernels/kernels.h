@@ -137,7 +137,16 @@ int decode_linear_threads(const WeightView& w);
 // memory). Not row-invariant across row counts, and need not be: the chunk plan fixes its shapes.
 void prefill_linear(const float* x, std::int64_t x_stride, std::int64_t rows, const WeightView& w, float* y,
                     std::int64_t y_stride, cudaStream_t s);
-// The prefill GEMM on the integer tensor cores (prefill_linear_imma.cu) for the weights the integer decode
+// The prefill GEMM on the bf16 tensor cores (prefill_linear_mma.cu) for affine 2/4/8-bit weights (groups of
+// 32/64/128, K a multiple of 64): x split into bf16 hi + lo terms and each group's sum (in `scratch`,
+// prefill_mma_scratch_bytes), the codes as bf16 integers, scale and bias once a group in float32. The first
+// choice for prefill rows; TF_CUDA_PREFILL_MMA=0 leaves them to the kernels below (A/B runs).
+bool prefill_linear_mma_takes(const WeightView& w);
+std::size_t prefill_mma_scratch_bytes(std::int64_t rows, std::int64_t cols);
+void prefill_linear_mma(const float* x, std::int64_t x_stride, std::int64_t rows, const WeightView& w, float* y,
+                        std::int64_t y_stride, void* scratch, std::size_t scratch_bytes, cudaStream_t s);
+// The A/B baseline of the bf16 GEMM (taken only with TF_CUDA_PREFILL_MMA=0): the prefill GEMM on the
+// integer tensor cores (prefill_linear_imma.cu) for the weights the integer decode
 // kernel takes: x's terms go to `scratch` (prefill_imma_scratch_bytes), then the decode kernels' arithmetic
 // and summation order, so every row gets the bits a decode or verify call would give it.
 // TF_CUDA_PREFILL_IMMA=0 keeps every weight on prefill_linear (A/B runs).

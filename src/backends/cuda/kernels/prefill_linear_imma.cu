@@ -175,7 +175,7 @@ void launch_gemm(const TiledArgs& ta, std::int64_t rows, const WarpX* terms, cud
 namespace tf::cuda {
 
 bool prefill_linear_imma_takes(const WeightView& w) {
-  static const bool on = tiled::env_int("TF_CUDA_PREFILL_IMMA", 1) != 0;  // A/B runs
+  static const bool on = env_int("TF_CUDA_PREFILL_IMMA", 1) != 0;  // A/B runs
   return on && tiled::imma_eligible(w);
 }
 

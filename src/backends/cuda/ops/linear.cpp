@@ -14,7 +14,10 @@ namespace {
 OpShape out_shape(const Op& op) { return {op.a->rows, op.w.rows}; }
 
 void need_buffers(const Op& op, LaunchBufferNeeds& need) {
-  if (op.a->rows > cuda::kMaxDecodeRows && cuda::prefill_linear_imma_takes(op.w))
+  if (op.a->rows <= cuda::kMaxDecodeRows) return;
+  if (cuda::prefill_linear_mma_takes(op.w))
+    need.prefill_need = std::max(need.prefill_need, cuda::prefill_mma_scratch_bytes(op.a->rows, op.w.cols));
+  else if (cuda::prefill_linear_imma_takes(op.w))
     need.prefill_need = std::max(need.prefill_need, cuda::prefill_imma_scratch_bytes(op.a->rows, op.w.cols));
 }
 
@@ -117,7 +120,8 @@ void launch_group(const LaunchContext& c, const Step& st) {
   c.launches.push_back({[=](cudaStream_t s) { cuda::decode_linear(args, s); }});
 }
 
-// A linear alone: the prefill GEMM, on the integer tensor cores where it takes the weight.
+// A linear alone: the prefill GEMM, on the bf16 tensor cores where it takes the weight, else on the integer
+// ones where they take it, else the SIMT GEMM.
 void launch_alone(const LaunchContext& c, const Step& st) {
   const Op& op = c.ops[static_cast<std::size_t>(st.ops.front())];
   const float* x = c.in_ptr(op.a);
@@ -127,6 +131,13 @@ void launch_alone(const LaunchContext& c, const Step& st) {
   if (out == nullptr) return;  // nobody reads it
   void* const scratch = c.buffers.prefill_scratch;
   const std::size_t scratch_bytes = c.buffers.prefill_scratch_bytes;
+  if (rows > cuda::kMaxDecodeRows && cuda::prefill_linear_mma_takes(w) &&
+      scratch_bytes >= cuda::prefill_mma_scratch_bytes(rows, w.cols) && xs % 4 == 0 &&
+      reinterpret_cast<std::uintptr_t>(x) % 16 == 0) {
+    c.launches.push_back(
+        {[=](cudaStream_t s) { cuda::prefill_linear_mma(x, xs, rows, w, out, w.rows, scratch, scratch_bytes, s); }});
+    return;
+  }
   if (rows > cuda::kMaxDecodeRows && cuda::prefill_linear_imma_takes(w) &&
       scratch_bytes >= cuda::prefill_imma_scratch_bytes(rows, w.cols)) {
     c.launches.push_back(
