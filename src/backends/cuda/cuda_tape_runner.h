@@ -107,7 +107,7 @@ class TapeRunner {
   // imma_scratch_bytes_ each, the second LaunchBuffers::imma_scratch_alt.
   void* imma_scratch_ = nullptr;
   std::size_t imma_scratch_bytes_ = 0;
-  // The integer prefill GEMM's x terms (cuda::prefill_linear_imma): grown to the widest prefill linear of a
+  // The prefill GEMMs' x terms (cuda::prefill_linear_mma, or prefill_linear_imma in A/B runs): grown to the widest prefill linear of a
   // tape (prefill tapes launch kernel by kernel, never in a graph).
   void* prefill_scratch_ = nullptr;
   std::size_t prefill_scratch_bytes_ = 0;
