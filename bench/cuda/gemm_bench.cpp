@@ -2,9 +2,9 @@
 // to know how far from the tensor cores' reach our prefill is. One layer of llama-3-8B's linears (q, k, v,
 // o, gate, up, down; 4-bit g64 codes, the integer kernel's weights) at M = 512 rows (a prefill chunk) and
 // M = 2048: ours (prefill_linear_mma, the bf16 GEMM over the codes; and the integer prefill_linear_imma, or
-// prefill_linear where the integer kernel does not take a weight) against cuBLAS bf16 x bf16 -> f32 on dense bf16
-// weights of the same shapes (2x our weight bytes, tensor-core peak ~990 TFLOPS dense on the H200). TFLOPS count 2 * M
-// * N * K.
+// prefill_linear where the integer kernel does not take a weight) against cuBLAS bf16 x bf16 -> f32 on dense
+// bf16 weights of the same shapes (2x our weight bytes, tensor-core peak ~990 TFLOPS dense on the H200).
+// TFLOPS count 2 * M * N * K.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 
