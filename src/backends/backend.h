@@ -9,6 +9,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/state_image.h"
@@ -40,6 +41,27 @@ struct DeviceWeight {
   std::int64_t rows = 0, cols = 0;  // logical [out, in]
   std::size_t bytes = 0;            // memory it holds, where the backend says (0: estimated from the shape)
   bool quantized() const { return bits != 0; }
+};
+
+// How tensor parallelism (backends/tensor_parallel/) divides a weight among its ranks. A block says it where it
+// loads the weight; a backend of one rank uploads the whole weight whatever it says.
+struct WeightSplit {
+  enum class Kind {
+    Whole,    // every rank holds all of it (norms, embeddings, the output projection)
+    Outputs,  // each rank holds a part of the output features (rows; a 1-D weight's values): its heads
+    Inputs,   // each rank holds a part of the input features (columns); the ranks' products are summed
+  };
+  // Outputs: the output features as consecutive sections (q, k and v of a fused projection), each divided into
+  // equal consecutive parts, rank r taking part r of every section. `unit` is a section's rows per head: a
+  // part that would cut a head is refused. rows 0: the section is the whole weight.
+  struct Section {
+    std::int64_t rows = 0, unit = 1;
+  };
+  Kind kind = Kind::Whole;
+  std::vector<Section> sections;
+  static WeightSplit outputs(std::int64_t unit = 1) { return {Kind::Outputs, {{0, unit}}}; }
+  static WeightSplit outputs(std::vector<Section> sections) { return {Kind::Outputs, std::move(sections)}; }
+  static WeightSplit inputs() { return {Kind::Inputs, {}}; }
 };
 
 struct RopeSpec {
@@ -124,6 +146,8 @@ class Backend {
   virtual std::string name() const = 0;
 
   virtual DeviceWeight upload(const HostWeight& w) = 0;
+  // upload() of a weight that tensor parallelism divides as `split` says (one rank: the whole weight).
+  virtual DeviceWeight upload_split(const HostWeight& w, const WeightSplit& /*split*/) { return upload(w); }
   virtual std::unique_ptr<KvCache> new_kv_cache(int layers, int kv_heads, int head_dim) = 0;
   // Whether this backend runs the linear-attention ops below (new_recurrent_state, gated_delta,
   // rms_norm_gated); families that need them refuse other backends at load.

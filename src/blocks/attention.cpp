@@ -18,10 +18,12 @@ AttentionBlock AttentionBlock::load(WeightSource& src, const std::string& prefix
   blk.cfg = cfg;
   const std::int64_t hd = cfg.spec.head_dim, q_rows = cfg.spec.heads * hd * (cfg.output_gate ? 2 : 1);
   const std::int64_t kv_rows = cfg.spec.kv_heads * hd;
-  blk.q = src.matrix(prefix + "q_proj.weight", q_rows, cfg.hidden);
-  blk.k = src.matrix(prefix + "k_proj.weight", kv_rows, cfg.hidden);
-  blk.v = src.matrix(prefix + "v_proj.weight", kv_rows, cfg.hidden);
-  blk.o = src.matrix(prefix + "o_proj.weight", cfg.hidden, cfg.spec.heads * hd);
+  // Tensor parallelism: each rank holds a part of the query and key/value heads (consecutive heads: query head h
+  // reads key/value head h / (heads / kv_heads) on every rank alike) and sums its part of o_proj's product.
+  blk.q = src.matrix(prefix + "q_proj.weight", q_rows, cfg.hidden, WeightSplit::outputs(q_rows / cfg.spec.heads));
+  blk.k = src.matrix(prefix + "k_proj.weight", kv_rows, cfg.hidden, WeightSplit::outputs(hd));
+  blk.v = src.matrix(prefix + "v_proj.weight", kv_rows, cfg.hidden, WeightSplit::outputs(hd));
+  blk.o = src.matrix(prefix + "o_proj.weight", cfg.hidden, cfg.spec.heads * hd, WeightSplit::inputs());
   if (cfg.qk_norm) {
     blk.q_norm = src.vector(prefix + "q_norm.weight", hd, cfg.zero_centred_qk_norm);
     blk.k_norm = src.vector(prefix + "k_norm.weight", hd, cfg.zero_centred_qk_norm);

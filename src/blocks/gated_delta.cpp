@@ -7,15 +7,21 @@ GatedDeltaBlock GatedDeltaBlock::load(WeightSource& src, const std::string& pref
   blk.cfg = cfg;
   const auto& s = cfg.spec;
   const std::int64_t value_width = static_cast<std::int64_t>(s.v_heads) * s.v_dim;
-  blk.in_qkv = src.matrix(prefix + "in_proj_qkv.weight", s.conv_channels(), cfg.hidden);
-  blk.in_z = src.matrix(prefix + "in_proj_z.weight", value_width, cfg.hidden);
-  blk.in_b = src.matrix(prefix + "in_proj_b.weight", s.v_heads, cfg.hidden);
-  blk.in_a = src.matrix(prefix + "in_proj_a.weight", s.v_heads, cfg.hidden);
-  blk.conv = src.dense(prefix + "conv1d.weight", s.conv_channels(), s.conv_kernel);
-  blk.a_log = src.vector(prefix + "A_log", s.v_heads);
-  blk.dt_bias = src.vector(prefix + "dt_bias", s.v_heads);
+  // Tensor parallelism: each rank holds a part of the key heads and of the value heads (consecutive, so that
+  // value heads stay with their key head), of q, k and v alike in the fused projection and its conv, and sums
+  // its part of out_proj's product.
+  const std::int64_t key_width = static_cast<std::int64_t>(s.k_heads) * s.k_dim;
+  const WeightSplit qkv_parts =
+      WeightSplit::outputs({{key_width, s.k_dim}, {key_width, s.k_dim}, {value_width, s.v_dim}});
+  blk.in_qkv = src.matrix(prefix + "in_proj_qkv.weight", s.conv_channels(), cfg.hidden, qkv_parts);
+  blk.in_z = src.matrix(prefix + "in_proj_z.weight", value_width, cfg.hidden, WeightSplit::outputs(s.v_dim));
+  blk.in_b = src.matrix(prefix + "in_proj_b.weight", s.v_heads, cfg.hidden, WeightSplit::outputs());
+  blk.in_a = src.matrix(prefix + "in_proj_a.weight", s.v_heads, cfg.hidden, WeightSplit::outputs());
+  blk.conv = src.dense(prefix + "conv1d.weight", s.conv_channels(), s.conv_kernel, qkv_parts);
+  blk.a_log = src.vector(prefix + "A_log", s.v_heads, false, WeightSplit::outputs());
+  blk.dt_bias = src.vector(prefix + "dt_bias", s.v_heads, false, WeightSplit::outputs());
   blk.norm = src.vector(prefix + "norm.weight", s.v_dim);  // a plain multiplier, not zero-centred
-  blk.out = src.matrix(prefix + "out_proj.weight", cfg.hidden, value_width);
+  blk.out = src.matrix(prefix + "out_proj.weight", cfg.hidden, value_width, WeightSplit::inputs());
   return blk;
 }
 

@@ -23,8 +23,8 @@ MtpHead MtpHead::load(WeightSource& src, const std::string& prefix, const MtpHea
 
 Tensor MtpHead::forward(Backend& b, const Tensor& embedded, const Tensor& hidden, std::span<const StreamRows> runs,
                         int slot) const {
-  Tensor x = b.linear(b.concat_columns(b.rms_norm(embedded, norm_embedding, eps), b.rms_norm(hidden, norm_hidden, eps)),
-                      fc);
+  Tensor x =
+      b.linear(b.concat_columns(b.rms_norm(embedded, norm_embedding, eps), b.rms_norm(hidden, norm_hidden, eps)), fc);
   x = b.add(x, attention.forward(b, b.rms_norm(x, input_norm, eps), runs, slot));
   x = b.add(x, mlp.forward(b, b.rms_norm(x, post_norm, eps)));
   return b.rms_norm(x, final_norm, eps);

@@ -18,9 +18,17 @@ std::vector<float> to_f32(const HostWeight& w) {
   for (std::size_t i = 0; i < n; ++i) {
     std::uint16_t h = 0;
     switch (w.dtype) {
-      case HostDType::F32: std::memcpy(&out[i], w.data.data() + 4 * i, 4); break;
-      case HostDType::F16: std::memcpy(&h, w.data.data() + 2 * i, 2); out[i] = f16_to_f32(h); break;
-      case HostDType::BF16: std::memcpy(&h, w.data.data() + 2 * i, 2); out[i] = bf16_to_f32(h); break;
+      case HostDType::F32:
+        std::memcpy(&out[i], w.data.data() + 4 * i, 4);
+        break;
+      case HostDType::F16:
+        std::memcpy(&h, w.data.data() + 2 * i, 2);
+        out[i] = f16_to_f32(h);
+        break;
+      case HostDType::BF16:
+        std::memcpy(&h, w.data.data() + 2 * i, 2);
+        out[i] = bf16_to_f32(h);
+        break;
     }
   }
   return out;
@@ -28,7 +36,8 @@ std::vector<float> to_f32(const HostWeight& w) {
 
 }  // namespace
 
-WeightSource::WeightSource(const WeightReader& reader, Backend& backend, std::function<std::string(const std::string&)> rename)
+WeightSource::WeightSource(const WeightReader& reader, Backend& backend,
+                           std::function<std::string(const std::string&)> rename)
     : reader_(reader), backend_(backend), rename_(std::move(rename)), path_(reader.path()) {}
 
 bool WeightSource::has(const std::string& name) const { return reader_.has(rename_ ? rename_(name) : name); }
@@ -41,20 +50,21 @@ HostWeight WeightSource::read(const std::string& name) const {
 
 void WeightSource::fail(const std::string& problem) const { throw CheckpointError(path_, problem); }
 
-DeviceWeight WeightSource::upload(const HostWeight& w) {
-  auto d = backend_.upload(w);
+DeviceWeight WeightSource::upload(const HostWeight& w, const WeightSplit& split) {
+  auto d = split.kind == WeightSplit::Kind::Whole ? backend_.upload(w) : backend_.upload_split(w, split);
   bytes_ += device_weight_bytes(d);
   return d;
 }
 
-DeviceWeight WeightSource::matrix(const std::string& name, std::int64_t rows, std::int64_t cols) {
+DeviceWeight WeightSource::matrix(const std::string& name, std::int64_t rows, std::int64_t cols,
+                                  const WeightSplit& split) {
   auto w = read(name);
   if (w.rows != rows || w.cols != cols)
     fail("tensor '" + w.name + "' is " + dims(w.rows, w.cols) + ", expected " + dims(rows, cols));
-  return upload(w);
+  return upload(w, split);
 }
 
-DeviceWeight WeightSource::vector(const std::string& name, std::int64_t n, bool plus_one) {
+DeviceWeight WeightSource::vector(const std::string& name, std::int64_t n, bool plus_one, const WeightSplit& split) {
   auto w = read(name);
   if (w.bits != 0 || w.rows * w.cols != n)
     fail("tensor '" + w.name + "' should be " + std::to_string(n) + " float values, is " + dims(w.rows, w.cols) +
@@ -68,10 +78,11 @@ DeviceWeight WeightSource::vector(const std::string& name, std::int64_t n, bool 
   w.dtype = HostDType::F32;
   w.data.resize(values.size() * 4);
   std::memcpy(w.data.data(), values.data(), w.data.size());
-  return upload(w);
+  return upload(w, split);
 }
 
-DeviceWeight WeightSource::dense(const std::string& name, std::int64_t rows, std::int64_t cols) {
+DeviceWeight WeightSource::dense(const std::string& name, std::int64_t rows, std::int64_t cols,
+                                 const WeightSplit& split) {
   auto w = read(name);
   if (w.bits != 0 || w.rows * w.cols != rows * cols)
     fail("tensor '" + w.name + "' should be " + dims(rows, cols) + " float values, is " + dims(w.rows, w.cols) +
@@ -79,7 +90,7 @@ DeviceWeight WeightSource::dense(const std::string& name, std::int64_t rows, std
   w.rows = rows;
   w.cols = cols;
   w.shape = {rows, cols};
-  return upload(w);
+  return upload(w, split);
 }
 
 std::size_t device_weight_bytes(const DeviceWeight& w) {

@@ -16,14 +16,14 @@ class WeightSource {
   WeightSource(const WeightReader& reader, Backend& backend, std::function<std::string(const std::string&)> rename = {});
 
   bool has(const std::string& name) const;
-  // A [rows, cols] matrix, dense or quantized.
-  DeviceWeight matrix(const std::string& name, std::int64_t rows, std::int64_t cols);
+  // A [rows, cols] matrix, dense or quantized, divided among tensor-parallel ranks as `split` says.
+  DeviceWeight matrix(const std::string& name, std::int64_t rows, std::int64_t cols, const WeightSplit& split = {});
   // A vector of n float values (norm weights, per-head parameters). With `plus_one` each value is stored as
   // 1 + w: zero-centred RMSNorm weights (Qwen3.5, Gemma) become plain multipliers.
-  DeviceWeight vector(const std::string& name, std::int64_t n, bool plus_one = false);
+  DeviceWeight vector(const std::string& name, std::int64_t n, bool plus_one = false, const WeightSplit& split = {});
   // A dense float weight of rows * cols values, whatever its stored shape (a depthwise conv kernel is
   // [channels, 1, kernel] in one layout and [channels, kernel, 1] in another: the same values in order).
-  DeviceWeight dense(const std::string& name, std::int64_t rows, std::int64_t cols);
+  DeviceWeight dense(const std::string& name, std::int64_t rows, std::int64_t cols, const WeightSplit& split = {});
 
   std::size_t bytes() const { return bytes_; }  // uploaded so far (as the backend holds them)
   const std::string& path() const { return path_; }
@@ -31,7 +31,7 @@ class WeightSource {
 
  private:
   HostWeight read(const std::string& name) const;
-  DeviceWeight upload(const HostWeight& w);
+  DeviceWeight upload(const HostWeight& w, const WeightSplit& split);
 
   const WeightReader& reader_;
   Backend& backend_;

@@ -42,6 +42,7 @@ struct ServeFlags {
   std::optional<double> temperature, top_p, min_p;
   std::optional<int> top_k;
   std::string backend = "auto";
+  int tp = 1;
   std::vector<std::string> api_keys;
   std::string chat_template;
   std::string reasoning;  // "on", "off" or "" (the template's own default)
@@ -150,6 +151,11 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+std::string backend_line(const Engine& engine) {
+  if (engine.tensor_parallel() == 1) return engine.backend_name();
+  return fmt::format("{}, tensor parallel over {} ranks", engine.backend_name(), engine.tensor_parallel());
+}
+
 std::string startup_report(const ServeFlags& f, const std::string& path, const server::HttpServer& srv,
                            const server::ServerOptions& so, const Engine& engine) {
   const auto& info = engine.model_info();
@@ -169,7 +175,7 @@ std::string startup_report(const ServeFlags& f, const std::string& path, const s
       "  streams   {}\n"
       "  caching   {}\n"
       "  serving   http://{}:{}/v1{}\n",
-      kVersion, so.names.id, path, info.family, info.architecture, info.vocab, engine.backend_name(), info.weight_bytes,
+      kVersion, so.names.id, path, info.family, info.architecture, info.vocab, backend_line(engine), info.weight_bytes,
       mib(info.weight_bytes), engine.context_length(),
       f.max_tokens > 0 ? fmt::format("{} tokens", f.max_tokens) : std::string("the context end"), s.temperature,
       s.top_p, s.top_k, s.min_p, engine.drafting_summary(), engine.concurrency_summary(), engine.prompt_cache_summary(),
@@ -219,6 +225,7 @@ int run_serve(const ServeFlags& f) {
   EngineOptions eo;
   eo.model_path = path;
   eo.backend = f.backend;
+  eo.tp = f.tp;
   eo.context = f.context;
   eo.chat_template_file = f.chat_template;
   if (f.temperature) eo.temperature = static_cast<float>(*f.temperature);
@@ -294,6 +301,12 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option("--backend", f->backend, "Compute backend")
       ->check(CLI::IsMember({"auto", "mlx", "cuda"}))
       ->capture_default_str();
+  sub->add_option("--tp", f->tp,
+                  "Tensor-parallel ranks: each holds a part of every layer's heads and features. CUDA: one device "
+                  "each, partial sums over NCCL; MLX: the ranks run in turn on the CPU (a check of the split, not "
+                  "faster)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 8));
   sub->add_option("--api-key", f->api_keys,
                   "Require 'Authorization: Bearer KEY' on /v1/* (repeatable; /health stays open)")
       ->allow_extra_args(false);

@@ -10,15 +10,13 @@
 #include <filesystem>
 
 #include "backends/backend.h"
+#include "backends/compiled_backends.h"
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/gguf.h"
 #include "checkpoint/hf_checkpoint.h"
 #include "engine/row_check.h"
 #include "text/template/chat_template.h"
 #include "text/tokenizer/tokenizer.h"
-#ifdef TENSORFOLD_HAVE_MLX
-#include "backends/mlx/mlx_backend.h"
-#endif
 #ifdef TENSORFOLD_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
 #endif
@@ -29,21 +27,6 @@ namespace fs = std::filesystem;
 namespace {
 
 double gib(std::size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
-
-std::unique_ptr<Backend> make_backend(const std::string& name) {
-  if (name != "auto" && name != "mlx" && name != "cuda")
-    throw std::runtime_error("unknown backend '" + name + "' (auto, mlx, cuda)");
-#ifdef TENSORFOLD_HAVE_CUDA
-  if (name == "cuda" || (name == "auto" && cuda_device_available())) return make_cuda_backend();
-#else
-  if (name == "cuda") throw std::runtime_error("this build has no CUDA backend (configure with -DTENSORFOLD_CUDA=ON)");
-#endif
-#ifdef TENSORFOLD_HAVE_MLX
-  return make_mlx_backend();
-#else
-  throw std::runtime_error("this build has no MLX backend (configure with -DTENSORFOLD_MLX=ON)");
-#endif
-}
 
 // Sampling defaults the checkpoint ships: GGUF general.sampling.*, or generation_config.json.
 SamplingParams checkpoint_sampling(const std::string& path, std::vector<std::int32_t>& extra_eos) {
@@ -91,7 +74,8 @@ class TokenizerText final : public TokenText {
 }  // namespace
 
 Engine::Engine(const EngineOptions& o) {
-  backend_ = make_backend(o.backend);
+  backend_ = make_backend(o.backend, o.tp);
+  tp_ = o.tp;
   model_ = load_model(o.model_path, *backend_);
   tokenizer_ = std::make_unique<Tokenizer>(load_tokenizer(o.model_path));
   load_chat_template(o);

@@ -30,6 +30,9 @@ struct ChatInput;  // text/template/chat_template.h
 struct EngineOptions {
   std::string model_path;
   std::string backend = "auto";   // auto | mlx | cuda
+  // Tensor-parallel ranks (backends/tensor_parallel/): 1, or that many backends each holding a part of every
+  // divided weight (CUDA: one device each, summing over NCCL; MLX: in turn on the CPU, summing on the host).
+  int tp = 1;
   std::int64_t context = 0;       // 0: the checkpoint's context length
   std::string chat_template_file; // overrides the checkpoint's template
   // Serve-flag overrides of the checkpoint's sampling defaults (generation_config.json / GGUF general.sampling.*).
@@ -63,6 +66,7 @@ class Engine {
   const ModelInfo& model_info() const;
   std::int64_t context_length() const { return context_; }
   std::string backend_name() const;
+  int tensor_parallel() const { return tp_; }  // ranks (--tp)
   const Tokenizer& tokenizer() const;
   // The sampling defaults after checkpoint defaults and serve flags; requests override them.
   const SamplingParams& default_sampling() const { return default_sampling_; }
@@ -106,6 +110,7 @@ class Engine {
   void open_prompt_cache(const EngineOptions& options, MemoryPlan& memory, const ChunkPlanRule& rule);
 
   std::unique_ptr<Backend> backend_;
+  int tp_ = 1;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ChatTemplate> template_;

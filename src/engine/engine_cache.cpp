@@ -87,6 +87,7 @@ std::string Engine::state_identity(const std::string& model_path, const ChunkPla
                        {"family", info.family},
                        {"tensorfold", kVersion},
                        {"backend", backend_->name()},
+                       {"tp", tp_},
                        {"plan", rule.identity()},
                        {"dtype", "f32"},
                        {"state_bytes_per_token", info.state_bytes_per_token},

@@ -12,6 +12,7 @@
 // "check_rollback": true, verify windows with wrong drafts must give serial decoding's rows before and after each
 // rollback (printed counts; a difference fails the tool).
 //   tf_greedy_tool MODEL GOLDEN.json STEPS         (MLX; built as tf_cuda_greedy_tool for CUDA)
+#include <cstdlib>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include <span>
 #include <stdexcept>
 
+#include "backends/compiled_backends.h"
 #include "engine/chunk_plan.h"
 #include "engine/decode_loop.h"
 #include "engine/sampler.h"
@@ -87,7 +89,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    auto backend = TF_MAKE_BACKEND();
+    // TF_TP=N: N tensor-parallel ranks (tests of the split; on CUDA TF_TP_ONE_DEVICE=1 puts them on one device).
+    const char* tp_env = std::getenv("TF_TP");
+    const int tp = tp_env != nullptr ? std::atoi(tp_env) : 1;
+    std::unique_ptr<tf::Backend> backend;
+    if (tp > 1) backend = tf::make_backend("auto", tp);
+    else backend = TF_MAKE_BACKEND();
     auto model = tf::load_model(argv[1], *backend);
     std::ifstream in(argv[2]);
     const auto golden = nlohmann::json::parse(in);

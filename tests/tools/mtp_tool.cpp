@@ -8,11 +8,13 @@
 //   tf_mtp_tool MODEL IN.json        (MLX; built as tf_cuda_mtp_tool for CUDA)
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "backends/compiled_backends.h"
 #ifdef TF_MTP_TOOL_CUDA
 #include "backends/cuda/cuda_backend.h"
 #define TF_MAKE_BACKEND tf::make_cuda_backend
@@ -29,7 +31,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    auto backend = TF_MAKE_BACKEND();
+    // TF_TP=N: N tensor-parallel ranks (tests of the split; on CUDA TF_TP_ONE_DEVICE=1 puts them on one device).
+    const char* tp_env = std::getenv("TF_TP");
+    const int tp = tp_env != nullptr ? std::atoi(tp_env) : 1;
+    std::unique_ptr<tf::Backend> backend;
+    if (tp > 1) backend = tf::make_backend("auto", tp);
+    else backend = TF_MAKE_BACKEND();
     auto model = tf::load_model(argv[1], *backend);
     tf::DraftHead* head = model->draft_head();
     if (head == nullptr) throw std::runtime_error("the model has no MTP head");

@@ -1,0 +1,20 @@
+#pragma once
+// Tensor parallelism (docs/tensor-parallel.md): one Backend made of several ranks' backends. Every weight a
+// block declares divided (WeightSplit) is cut into one part per rank, so each rank holds and computes its own
+// attention heads, Gated DeltaNet heads and MLP features; the products of weights divided by their inputs
+// (o_proj, down_proj, out_proj) are partial sums that meet in the Collective, after which every rank holds the
+// same residual stream. Families are unchanged: they write against Backend, and this class divides what their
+// blocks declared. Rank 0's results are the model's; every other rank's must equal them bit for bit, and
+// to_host and argmax_rows check that they do.
+#include <memory>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/tensor_parallel/collective.h"
+
+namespace tf {
+
+std::unique_ptr<Backend> make_tensor_parallel_backend(std::vector<std::unique_ptr<Backend>> ranks,
+                                                      std::unique_ptr<Collective> collective);
+
+}  // namespace tf
