@@ -40,13 +40,14 @@ using tf::bench::copy_bandwidth;
 using tf::bench::g_results;
 using tf::bench::LlamaShape;
 using tf::bench::median;
+using tf::bench::RandomLlama;
 using tf::bench::result;
 using tf::bench::time_ms;
-using tf::bench::RandomLlama;
 
 std::vector<std::int32_t> ids(std::int64_t n, std::int64_t vocab, std::uint64_t salt) {
   std::vector<std::int32_t> v(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7919 + salt * 104729 + 13) % vocab);
+  for (std::int64_t i = 0; i < n; ++i)
+    v[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7919 + salt * 104729 + 13) % vocab);
   return v;
 }
 
@@ -156,7 +157,8 @@ void bench_decode(tf::CudaBackend& be, RandomLlama& m, const std::string& tag, s
     for (int r = 0; r < 3; ++r) {
       auto kv = m.new_cache();
       const auto t0 = std::chrono::steady_clock::now();
-      for (std::int64_t at = 0; at < n; at += 512) m.forward(*kv, ids(512, s.vocab, static_cast<std::uint64_t>(at + r)), 1);
+      for (std::int64_t at = 0; at < n; at += 512)
+        m.forward(*kv, ids(512, s.vocab, static_cast<std::uint64_t>(at + r)), 1);
       t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     result(tag + ".prefill_2k_tokens_per_s", static_cast<double>(n) / median(t), "tok/s");
@@ -256,7 +258,8 @@ void bench_matmul(tf::CudaBackend& be, double bw) {
   double q4_bytes = 0, bf_bytes = 0;
   for (std::int64_t l = 0; l < L; ++l)
     for (const auto& sh : shapes) {
-      q4.push_back(be.random_weight(sh.n, sh.k, 4, 64, tf::HostDType::BF16, static_cast<std::uint64_t>(l * 10 + q4.size())));
+      q4.push_back(
+          be.random_weight(sh.n, sh.k, 4, 64, tf::HostDType::BF16, static_cast<std::uint64_t>(l * 10 + q4.size())));
       q4_bytes += static_cast<double>(sh.n * sh.k) / 2.0 + 4.0 * static_cast<double>(sh.n * sh.k) / 64.0;
     }
   float *x = nullptr, *y = nullptr;
@@ -265,7 +268,8 @@ void bench_matmul(tf::CudaBackend& be, double bw) {
   tf::cuda::fill_random_uniform(x, tf::cuda::ElemType::F32, 16 * F, -1.0f, 1.0f, 5, s);
   // With scratch for the x terms, as the backend calls it (x prepared once per launch).
   std::size_t scratch_bytes = 0;
-  for (const auto& w : q4) scratch_bytes = std::max(scratch_bytes, tf::cuda::decode_linear_scratch_bytes(be.weight_view(w)));
+  for (const auto& w : q4)
+    scratch_bytes = std::max(scratch_bytes, tf::cuda::decode_linear_scratch_bytes(be.weight_view(w)));
   void* scratch = nullptr;
   ck(cudaMalloc(&scratch, std::max<std::size_t>(scratch_bytes, 16)), "malloc");
   auto ours = [&](const std::vector<tf::DeviceWeight>& ws, int rows) {
@@ -304,7 +308,8 @@ void bench_matmul(tf::CudaBackend& be, double bw) {
   q4.clear();  // free 4.5 GB before the bf16 stack
   for (std::int64_t l = 0; l < L; ++l)
     for (const auto& sh : shapes) {
-      dense.push_back(be.random_weight(sh.n, sh.k, 0, 0, tf::HostDType::BF16, static_cast<std::uint64_t>(l * 10 + dense.size() + 7)));
+      dense.push_back(be.random_weight(sh.n, sh.k, 0, 0, tf::HostDType::BF16,
+                                       static_cast<std::uint64_t>(l * 10 + dense.size() + 7)));
       bf_bytes += static_cast<double>(sh.n * sh.k) * 2.0;
     }
   auto e_dense = graph_of([&] { ours(dense, 1); });
@@ -512,6 +517,52 @@ void bench_qwen27b(tf::CudaBackend& be, double bw, bool quick, int bits, int gro
   result(tag + ".prefill_2k_tokens_per_s", pf.back(), "tok/s");
 }
 
+// One-stream decode of the 27B-class qwen3_5 shape (4-bit, groups of 64) on one rank and on `tp` ranks
+// (make_cuda_ranks: one device each over NCCL; with TF_TP_ONE_DEVICE=1 both on device 0 summing through the
+// host, which checks that the path runs but says nothing of its speed). Issue 38's target: >= 1.6x on two.
+void bench_qwen27b_tp(double bw, bool quick, int tp) {
+  using tf::bench::RandomQwen35;
+  const std::string tag = "qwen3_5_27b_q4g64";
+  const std::int64_t ctx = 256;
+  const int steps = quick ? 16 : 64;
+  double base = 0;
+  for (int ranks : {1, tp}) {
+    std::unique_ptr<tf::Backend> be;
+    if (ranks == 1)
+      be = tf::make_cuda_backend(0);
+    else
+      be = tf::make_cuda_ranks(ranks);
+    const auto maker = ranks == 1 ? tf::bench::plain_maker(dynamic_cast<tf::CudaBackend&>(*be))
+                                  : tf::bench::tensor_parallel_maker(*be);
+    RandomQwen35 m(*be, tf::bench::qwen27b_shape(), 17, maker);
+    auto st = m.new_stream();
+    const auto prompt = ids(ctx, m.shape().vocab, 1);
+    tf::DecoderPart part = st.part(prompt);
+    m.forward_greedy(std::span<const tf::DecoderPart>(&part, 1), 1);
+    auto decode = [&](int n) {
+      std::int32_t tok = 1;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < n; ++i) {
+        const tf::DecoderPart p = st.part(std::span<const std::int32_t>(&tok, 1));
+        tok = m.forward_greedy(std::span<const tf::DecoderPart>(&p, 1), 1).front();
+      }
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    decode(4);  // captures the graphs
+    std::vector<double> tps;
+    for (int r = 0; r < 3; ++r) tps.push_back(steps / decode(steps));
+    const double tok_s = median(tps);
+    const std::string t = tag + ".tp" + std::to_string(ranks);
+    result(t + ".decode_tokens_per_s", tok_s, "tok/s");
+    if (ranks == 1) {
+      base = tok_s;
+      result(t + ".share_of_bound", tok_s * m.bytes_per_token(ctx + 3 * steps) / bw, "");
+    } else {
+      result(t + ".over_tp1", tok_s / base, "x");
+    }
+  }
+}
+
 LlamaShape class27b_shape() {
   LlamaShape s;
   s.name = "class_27b_shape";
@@ -553,8 +604,8 @@ void bench_model(tf::CudaBackend& be, const std::string& path, double bw) {
       settings.budget = steps + 1;  // the first token comes from the prompt's logits: `steps` rounds
       tf::DecodeCounters c;
       const auto t0 = std::chrono::steady_clock::now();
-      tf::decode_stream(*model, *st, logits, history, settings, nullptr, [](std::int32_t) { return true; },
-                        [] { return false; }, c);
+      tf::decode_stream(
+          *model, *st, logits, history, settings, nullptr, [](std::int32_t) { return true; }, [] { return false; }, c);
       s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (c.rounds != steps) throw std::logic_error("bench_model: decode_stream ran " + std::to_string(c.rounds));
     } else {
@@ -594,7 +645,8 @@ void bench_model(tf::CudaBackend& be, const std::string& path, double bw) {
   for (int r = 0; r < 3; ++r) {
     auto st = model->new_state();
     const auto t0 = std::chrono::steady_clock::now();
-    for (std::int64_t at = 0; at < 2048; at += 512) model->forward(*st, ids(512, vocab, static_cast<std::uint64_t>(at + r)), 1);
+    for (std::int64_t at = 0; at < 2048; at += 512)
+      model->forward(*st, ids(512, vocab, static_cast<std::uint64_t>(at + r)), 1);
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   result("smollm2_q4_1.prefill_2k_tokens_per_s", 2048.0 / median(t), "tok/s");
@@ -615,8 +667,8 @@ void bench_aggregate_model(tf::CudaBackend& be, const std::string& path) {
       [&](int n, const std::vector<std::int32_t>& tokens) {
         std::vector<tf::ForwardPart> parts;
         for (int i = 0; i < n; ++i)
-          parts.push_back(
-              {states[static_cast<std::size_t>(i)].get(), std::span(&tokens[static_cast<std::size_t>(i)], 1), true, false});
+          parts.push_back({states[static_cast<std::size_t>(i)].get(),
+                           std::span(&tokens[static_cast<std::size_t>(i)], 1), true, false});
         std::vector<std::int32_t> next;
         for (const auto& r : model->forward_parts(parts)) next.push_back(r.ids.at(0));
         return next;
@@ -631,13 +683,20 @@ int main(int argc, char** argv) {
   bool quick = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--model" && i + 1 < argc) model_path = argv[++i];
-    else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
-    else if (a == "--section" && i + 1 < argc) sections.push_back(argv[++i]);
-    else if (a == "--quick") quick = true;
+    if (a == "--model" && i + 1 < argc)
+      model_path = argv[++i];
+    else if (a == "--json" && i + 1 < argc)
+      json_path = argv[++i];
+    else if (a == "--section" && i + 1 < argc)
+      sections.push_back(argv[++i]);
+    else if (a == "--quick")
+      quick = true;
     else {
       std::fprintf(stderr,
-                   "usage: tf_cuda_bench [--section smollm2_shape|llama8b|class27b|qwen27b|verify27b|aggregate_smollm2|aggregate27b|aggregate_model|matmul|model|profile_smollm2|profile_8b|profile_27b_1|profile_27b_8|qwen27b_2bit|profile_qwen27b_1|profile_qwen27b_4|prefill_attention|prefill_gemm]... [--model PATH] "
+                   "usage: tf_cuda_bench [--section "
+                   "smollm2_shape|llama8b|class27b|qwen27b|verify27b|aggregate_smollm2|aggregate27b|aggregate_model|"
+                   "matmul|model|profile_smollm2|profile_8b|profile_27b_1|profile_27b_8|qwen27b_2bit|qwen27b_tp2|"
+                   "profile_qwen27b_1|profile_qwen27b_4|prefill_attention|prefill_gemm]... [--model PATH] "
                    "[--json FILE] [--quick]\n");
       return 2;
     }
@@ -670,10 +729,14 @@ int main(int argc, char** argv) {
         auto b = tf::make_cuda_backend();
         RandomLlama m(*b, class27b_shape(), 13);
         bench_decode(*b, m, "class27b_q4g64", 256, 64, bw, !quick);
+      } else if (sec == "qwen27b_tp2") {
+        bench_qwen27b_tp(bw, quick, 2);
       } else if (sec == "qwen27b" || sec == "qwen27b_2bit") {
         auto b = tf::make_cuda_backend();
-        if (sec == "qwen27b") bench_qwen27b(*b, bw, quick, 4, 64);
-        else bench_qwen27b(*b, bw, quick, 2, 128);
+        if (sec == "qwen27b")
+          bench_qwen27b(*b, bw, quick, 4, 64);
+        else
+          bench_qwen27b(*b, bw, quick, 2, 128);
       } else if (sec == "aggregate_smollm2") {
         auto b = tf::make_cuda_backend();
         RandomLlama m(*b, smollm2_shape(), 11);

@@ -3,12 +3,14 @@
 // attention output-gated with q/k norms and partial RoPE) whose weights are generated on the device, run by
 // the decoder families' one forward pass. Used by the CUDA benchmarks (the Qwen3.8-27B shape, issue 36).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
 
 #include "backends/backend.h"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/tensor_parallel/tp_backend.h"
 #include "families/decoder_forward.h"
 
 namespace tf::bench {
@@ -16,8 +18,8 @@ namespace tf::bench {
 struct Qwen35Shape {
   const char* name = "";
   std::int64_t hidden = 0, layers = 0, attention_every = 4, ffn = 0, vocab = 0;
-  std::int64_t heads = 0, kv_heads = 0, head_dim = 0, rotary_dims = 0;        // attention layers
-  int k_heads = 0, v_heads = 0, k_dim = 0, v_dim = 0, conv_kernel = 4;        // Gated DeltaNet layers
+  std::int64_t heads = 0, kv_heads = 0, head_dim = 0, rotary_dims = 0;  // attention layers
+  int k_heads = 0, v_heads = 0, k_dim = 0, v_dim = 0, conv_kernel = 4;  // Gated DeltaNet layers
   int bits = 4, group = 64;
   HostDType scale_type = HostDType::BF16;
 };
@@ -41,12 +43,49 @@ inline Qwen35Shape qwen27b_shape() {
   return s;
 }
 
+// Makes a random weight of [rows, cols] (bits 0: dense of `dtype`), divided among tensor-parallel ranks as
+// `split` says: the plain maker ignores the split (one rank), tensor_parallel_maker makes each rank's part on
+// its device.
+using WeightMaker = std::function<DeviceWeight(std::int64_t rows, std::int64_t cols, int bits, int group,
+                                               HostDType dtype, std::uint64_t seed, const WeightSplit& split)>;
+
+inline WeightMaker plain_maker(CudaBackend& b) {
+  return [&b](std::int64_t rows, std::int64_t cols, int bits, int group, HostDType dtype, std::uint64_t seed,
+              const WeightSplit&) { return b.random_weight(rows, cols, bits, group, dtype, seed); };
+}
+
+// Each rank's part of a backend made by make_cuda_ranks: the output rows (a vector's values) or the input
+// columns divided evenly; random values, so a divided weight's parts need not match a one-rank weight's.
+inline WeightMaker tensor_parallel_maker(Backend& tp) {
+  return [&tp](std::int64_t rows, std::int64_t cols, int bits, int group, HostDType dtype, std::uint64_t seed,
+               const WeightSplit& split) {
+    const std::vector<Backend*> ranks = tensor_parallel_ranks(tp);
+    const auto n = static_cast<std::int64_t>(ranks.size());
+    std::vector<DeviceWeight> parts;
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      std::int64_t pr = rows, pc = cols;
+      if (split.kind == WeightSplit::Kind::Outputs) (rows == 1 ? pc : pr) /= n;
+      if (split.kind == WeightSplit::Kind::Inputs) pc /= n;
+      // A whole weight is the same on every rank (the ranks' copies of the residual stream must agree).
+      const std::uint64_t s = split.kind == WeightSplit::Kind::Whole ? seed : seed + 31 * r;
+      parts.push_back(dynamic_cast<CudaBackend&>(*ranks[r]).random_weight(pr, pc, bits, group, dtype, s));
+    }
+    return rank_weight(std::move(parts), split.kind, rows, cols);
+  };
+}
+
 class RandomQwen35 {
  public:
-  RandomQwen35(CudaBackend& b, const Qwen35Shape& s, std::uint64_t seed) : b_(b), s_(s) {
+  RandomQwen35(CudaBackend& b, const Qwen35Shape& s, std::uint64_t seed) : RandomQwen35(b, s, seed, plain_maker(b)) {}
+  // On any backend (tensor-parallel ranks: tensor_parallel_maker), its weights from `make`.
+  RandomQwen35(Backend& b, const Qwen35Shape& s, std::uint64_t seed, const WeightMaker& make) : b_(b), s_(s) {
     std::uint64_t k = seed;
-    auto w = [&](std::int64_t rows, std::int64_t cols, int bits) {
-      return b_.random_weight(rows, cols, bits, s_.group, s_.scale_type, k += 7919);
+    const WeightSplit outputs = WeightSplit::outputs(), inputs = WeightSplit::inputs();
+    auto w = [&](std::int64_t rows, std::int64_t cols, int bits, const WeightSplit& split = {}) {
+      return make(rows, cols, bits, s_.group, s_.scale_type, k += 7919, split);
+    };
+    auto dense = [&](std::int64_t rows, std::int64_t cols, const WeightSplit& split) {
+      return make(rows, cols, 0, 0, HostDType::BF16, k += 7919, split);
     };
     w_.embed = w(s.vocab, s.hidden, s.bits);
     AttentionConfig ac;
@@ -60,6 +99,7 @@ class RandomQwen35 {
     gc.hidden = s.hidden;
     gc.spec = {s.k_heads, s.v_heads, s.k_dim, s.v_dim, s.conv_kernel};
     int attn_slot = 0, gdn_slot = 0;
+    // The splits are the blocks' (blocks/attention.cpp, gated_delta.cpp, swiglu_mlp.cpp).
     for (std::int64_t i = 0; i < s.layers; ++i) {
       DecoderLayer l;
       l.input_norm = w(1, s.hidden, 0);
@@ -67,10 +107,10 @@ class RandomQwen35 {
       if ((i + 1) % s.attention_every == 0) {
         AttentionBlock a;
         a.cfg = ac;
-        a.q = w(2 * s.heads * s.head_dim, s.hidden, s.bits);
-        a.k = w(s.kv_heads * s.head_dim, s.hidden, s.bits);
-        a.v = w(s.kv_heads * s.head_dim, s.hidden, s.bits);
-        a.o = w(s.hidden, s.heads * s.head_dim, s.bits);
+        a.q = w(2 * s.heads * s.head_dim, s.hidden, s.bits, outputs);
+        a.k = w(s.kv_heads * s.head_dim, s.hidden, s.bits, outputs);
+        a.v = w(s.kv_heads * s.head_dim, s.hidden, s.bits, outputs);
+        a.o = w(s.hidden, s.heads * s.head_dim, s.bits, inputs);
         a.q_norm = w(1, s.head_dim, 0);
         a.k_norm = w(1, s.head_dim, 0);
         l.mixer = a;
@@ -79,22 +119,22 @@ class RandomQwen35 {
         GatedDeltaBlock g;
         g.cfg = gc;
         const std::int64_t value_width = static_cast<std::int64_t>(s.v_heads) * s.v_dim;
-        g.in_qkv = w(gc.spec.conv_channels(), s.hidden, s.bits);
-        g.in_z = w(value_width, s.hidden, s.bits);
+        g.in_qkv = w(gc.spec.conv_channels(), s.hidden, s.bits, outputs);
+        g.in_z = w(value_width, s.hidden, s.bits, outputs);
         // in_proj_b / in_proj_a have 48 rows: checkpoints keep them dense (bf16).
-        g.in_b = b_.random_weight(s.v_heads, s.hidden, 0, 0, HostDType::BF16, k += 7919);
-        g.in_a = b_.random_weight(s.v_heads, s.hidden, 0, 0, HostDType::BF16, k += 7919);
-        g.conv = b_.random_weight(gc.spec.conv_channels(), s.conv_kernel, 0, 0, HostDType::BF16, k += 7919);
-        g.a_log = w(1, s.v_heads, 0);
-        g.dt_bias = w(1, s.v_heads, 0);
+        g.in_b = dense(s.v_heads, s.hidden, outputs);
+        g.in_a = dense(s.v_heads, s.hidden, outputs);
+        g.conv = dense(gc.spec.conv_channels(), s.conv_kernel, outputs);
+        g.a_log = w(1, s.v_heads, 0, outputs);
+        g.dt_bias = w(1, s.v_heads, 0, outputs);
         g.norm = w(1, s.v_dim, 0);
-        g.out = w(s.hidden, value_width, s.bits);
+        g.out = w(s.hidden, value_width, s.bits, inputs);
         l.mixer = g;
         l.slot = gdn_slot++;
       }
-      l.mlp.gate = w(s.ffn, s.hidden, s.bits);
-      l.mlp.up = w(s.ffn, s.hidden, s.bits);
-      l.mlp.down = w(s.hidden, s.ffn, s.bits);
+      l.mlp.gate = w(s.ffn, s.hidden, s.bits, outputs);
+      l.mlp.up = w(s.ffn, s.hidden, s.bits, outputs);
+      l.mlp.down = w(s.hidden, s.ffn, s.bits, inputs);
       w_.layers.push_back(std::move(l));
     }
     w_.final_norm = w(1, s.hidden, 0);
@@ -116,7 +156,8 @@ class RandomQwen35 {
   Stream new_stream() const {
     Stream st;
     st.kv = b_.new_kv_cache(w_.attention_layers(), static_cast<int>(s_.kv_heads), static_cast<int>(s_.head_dim));
-    st.rec = b_.new_recurrent_state(w_.recurrent_layers(), {s_.k_heads, s_.v_heads, s_.k_dim, s_.v_dim, s_.conv_kernel});
+    st.rec =
+        b_.new_recurrent_state(w_.recurrent_layers(), {s_.k_heads, s_.v_heads, s_.k_dim, s_.v_dim, s_.conv_kernel});
     return st;
   }
 
@@ -142,7 +183,8 @@ class RandomQwen35 {
         for (const DeviceWeight* x : {&a.q, &a.k, &a.v, &a.o, &a.q_norm, &a.k_norm}) total += bytes(*x);
       } else {
         const auto& g = std::get<GatedDeltaBlock>(l.mixer);
-        for (const DeviceWeight* x : {&g.in_qkv, &g.in_z, &g.in_b, &g.in_a, &g.conv, &g.a_log, &g.dt_bias, &g.norm, &g.out})
+        for (const DeviceWeight* x :
+             {&g.in_qkv, &g.in_z, &g.in_b, &g.in_a, &g.conv, &g.a_log, &g.dt_bias, &g.norm, &g.out})
           total += bytes(*x);
       }
     }
@@ -156,7 +198,7 @@ class RandomQwen35 {
   const Qwen35Shape& shape() const { return s_; }
 
  private:
-  CudaBackend& b_;
+  Backend& b_;
   Qwen35Shape s_;
   DecoderWeights w_;
 };

@@ -153,7 +153,7 @@ std::string join(const std::vector<std::string>& items) {
 
 std::string backend_line(const Engine& engine) {
   if (engine.tensor_parallel() == 1) return engine.backend_name();
-  return fmt::format("{}, tensor parallel over {} ranks", engine.backend_name(), engine.tensor_parallel());
+  return fmt::format("{} (tensor parallel over {} ranks)", engine.backend_name(), engine.tensor_parallel());
 }
 
 std::string startup_report(const ServeFlags& f, const std::string& path, const server::HttpServer& srv,

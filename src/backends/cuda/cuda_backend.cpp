@@ -30,16 +30,20 @@ namespace {
 
 class CudaBackendImpl final : public CudaBackend {
  public:
-  CudaBackendImpl() : pool_(std::make_shared<Pool>()) {
+  explicit CudaBackendImpl(int device) : pool_(std::make_shared<Pool>()), device_(device) {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) throw std::runtime_error("no CUDA device is visible");
-    TF_CK(cudaSetDevice(0));
+    if (device < 0 || device >= n)
+      throw std::runtime_error("CUDA device " + std::to_string(device) + " is not visible (" + std::to_string(n) +
+                               " are)");
+    TF_CK(cudaSetDevice(device_));
     TF_CK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     cuda::prepare_decode_attention();  // kernel attributes are set outside any graph capture
     runner_ = std::make_unique<TapeRunner>(stream_, pool_);
   }
   ~CudaBackendImpl() override {
     try {
+      use_device();
       flush();
     } catch (...) {
     }
@@ -56,11 +60,16 @@ class CudaBackendImpl final : public CudaBackend {
   CudaBackendStats stats() const override { return runner_->stats(); }
   std::size_t weight_bytes() const override { return weight_bytes_; }
   cudaStream_t stream() const override { return stream_; }
+  int device() const override { return device_; }
 
   // ---- weights ----
-  DeviceWeight upload(const HostWeight& w) override { return counted(upload_weight(w)); }
+  DeviceWeight upload(const HostWeight& w) override {
+    use_device();
+    return counted(upload_weight(w));
+  }
   DeviceWeight random_weight(std::int64_t rows, std::int64_t cols, int bits, int group, HostDType dtype,
                              std::uint64_t seed) override {
+    use_device();
     return counted(random_device_weight(rows, cols, bits, group, dtype, seed, stream_));
   }
 
@@ -76,7 +85,9 @@ class CudaBackendImpl final : public CudaBackend {
   WeightView weight_view(const DeviceWeight& d) const override { return device_weight_view(d); }
 
   std::unique_ptr<KvCache> new_kv_cache(int layers, int kv_heads, int head_dim) override {
+    use_device();
     return std::make_unique<CudaKvCache>(layers, kv_heads, head_dim, [this] {
+      use_device();
       flush();
       return stream_;
     });
@@ -84,11 +95,14 @@ class CudaBackendImpl final : public CudaBackend {
 
   bool has_linear_attention() const override { return true; }
   std::unique_ptr<RecurrentState> new_recurrent_state(int layers, const GatedDeltaSpec& spec) override {
+    use_device();
     const cuda::GdnShape shape{spec.k_heads, spec.v_heads, spec.k_dim, spec.v_dim, spec.conv_kernel};
     if (!cuda::gdn_supported(shape))
-      throw std::invalid_argument("new_recurrent_state: the CUDA kernels take key heads of 16, 32, 64 or 128 dims, "
-                                  "v_heads a multiple of k_heads and a conv of at most 8 positions");
+      throw std::invalid_argument(
+          "new_recurrent_state: the CUDA kernels take key heads of 16, 32, 64 or 128 dims, "
+          "v_heads a multiple of k_heads and a conv of at most 8 positions");
     return std::make_unique<CudaRecurrentState>(layers, shape, [this] {
+      use_device();
       flush();
       return stream_;
     });
@@ -96,6 +110,7 @@ class CudaBackendImpl final : public CudaBackend {
 
   // ---- ops (recorded) ----
   Tensor from_host(std::span<const float> data, std::int64_t rows, std::int64_t cols) override {
+    use_device();
     if (static_cast<std::int64_t>(data.size()) != rows * cols) throw std::invalid_argument("from_host: size");
     Op op(Kind::Upload);
     op.host.assign(data.begin(), data.end());
@@ -103,8 +118,10 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   Tensor embed(const DeviceWeight& table, std::span<const std::int32_t> ids) override {
+    use_device();
     for (auto id : ids)
-      if (id < 0 || id >= table.rows) throw std::out_of_range("embed: token id " + std::to_string(id) + " out of range");
+      if (id < 0 || id >= table.rows)
+        throw std::out_of_range("embed: token id " + std::to_string(id) + " out of range");
     Op op(Kind::Embed);
     op.w = weight_view(table);
     op.ids.assign(ids.begin(), ids.end());
@@ -112,6 +129,7 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   Tensor embed(const DeviceWeight& table, const std::shared_ptr<DeviceIds>& ids) override {
+    use_device();
     auto* d = dynamic_cast<CudaDeviceIds*>(ids.get());
     if (d == nullptr) throw std::invalid_argument("embed: ids from another backend");
     Op op(Kind::Embed);
@@ -123,6 +141,7 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   Tensor rms_norm(const Tensor& x, const DeviceWeight& weight, float eps) override {
+    use_device();
     maybe_launch_piece(x);
     auto a = act(x);
     if (weight.cols != a->cols || weight.quantized()) throw std::invalid_argument("rms_norm: weight shape");
@@ -134,9 +153,11 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   Tensor linear(const Tensor& x, const DeviceWeight& w) override {
+    use_device();
     auto a = act(x);
-    if (w.cols != a->cols) throw std::invalid_argument("linear: x has " + std::to_string(a->cols) + " cols, weight " +
-                                                       std::to_string(w.cols));
+    if (w.cols != a->cols)
+      throw std::invalid_argument("linear: x has " + std::to_string(a->cols) + " cols, weight " +
+                                  std::to_string(w.cols));
     Op op(Kind::Linear);
     op.a = a;
     op.w = weight_view(w);
@@ -144,6 +165,7 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   Tensor add(const Tensor& x, const Tensor& y) override {
+    use_device();
     auto a = act(x), b = act(y);
     if (a->rows != b->rows || a->cols != b->cols) throw std::invalid_argument("add: shapes differ");
     Op op(Kind::Add);
@@ -153,6 +175,7 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   Tensor swiglu(const Tensor& gate, const Tensor& up) override {
+    use_device();
     auto a = act(gate), b = act(up);
     if (a->rows != b->rows || a->cols != b->cols) throw std::invalid_argument("swiglu: shapes differ");
     Op op(Kind::Swiglu);
@@ -162,6 +185,7 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   Tensor rms_norm_heads(const Tensor& x, const DeviceWeight& weight, int heads, float eps) override {
+    use_device();
     auto a = act(x);
     if (weight.quantized() || weight.rows != 1 || heads < 1 || a->cols != heads * weight.cols)
       throw std::invalid_argument("rms_norm_heads: shape");
@@ -175,6 +199,7 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   Tensor head_columns(const Tensor& x, int heads, int block, int offset, int width) override {
+    use_device();
     auto a = act(x);
     if (heads < 1 || a->cols != static_cast<std::int64_t>(heads) * block || offset < 0 || width < 1 ||
         offset + width > block)
@@ -189,6 +214,7 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   Tensor sigmoid_gate(const Tensor& x, const Tensor& gate) override {
+    use_device();
     auto a = act(x), b = act(gate);
     if (a->rows != b->rows || a->cols != b->cols) throw std::invalid_argument("sigmoid_gate: shapes differ");
     Op op(Kind::SigmoidGate);
@@ -198,6 +224,7 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   Tensor concat_columns(const Tensor& x, const Tensor& y) override {
+    use_device();
     auto a = act(x), b = act(y);
     if (a->rows != b->rows) throw std::invalid_argument("concat_columns: row counts differ");
     Op op(Kind::ConcatColumns);
@@ -211,6 +238,7 @@ class CudaBackendImpl final : public CudaBackend {
   Tensor gated_delta(std::span<const StreamRows> runs, int layer, const Tensor& qkv, const Tensor& a, const Tensor& b,
                      const DeviceWeight& conv_weight, const DeviceWeight& a_log, const DeviceWeight& dt_bias,
                      const GatedDeltaSpec& spec) override {
+    use_device();
     auto x = act(qkv), av = act(a), bv = act(b);
     const std::int64_t n = x->rows;
     const cuda::GdnShape shape{spec.k_heads, spec.v_heads, spec.k_dim, spec.v_dim, spec.conv_kernel};
@@ -261,12 +289,14 @@ class CudaBackendImpl final : public CudaBackend {
   // RMSNorm of each head times silu(z): a RmsNormHeads, then a Swiglu with z as the gate (the same steps as
   // the MLX backend's).
   Tensor rms_norm_gated(const Tensor& x, const DeviceWeight& weight, const Tensor& z, int heads, float eps) override {
+    use_device();
     const Tensor normed = rms_norm_heads(x, weight, heads, eps);
     return swiglu(z, normed);
   }
 
   Tensor rope(const Tensor& x, int heads, int head_dim, std::span<const StreamRows> runs,
               const RopeSpec& spec) override {
+    use_device();
     auto a = act(x);
     if (a->cols != static_cast<std::int64_t>(heads) * head_dim) throw std::invalid_argument("rope: shape");
     const int rotary = spec.rotary_dims == 0 ? head_dim : spec.rotary_dims;
@@ -290,11 +320,12 @@ class CudaBackendImpl final : public CudaBackend {
 
   Tensor attend(std::span<const StreamRows> runs, int layer, const Tensor& q, const Tensor& k, const Tensor& v,
                 const AttentionSpec& spec) override {
+    use_device();
     auto aq = act(q), ak = act(k), av = act(v);
     const std::int64_t n = aq->rows;
     if (aq->cols != static_cast<std::int64_t>(spec.heads) * spec.head_dim ||
-        ak->cols != static_cast<std::int64_t>(spec.kv_heads) * spec.head_dim || av->cols != ak->cols ||
-        ak->rows != n || av->rows != n)
+        ak->cols != static_cast<std::int64_t>(spec.kv_heads) * spec.head_dim || av->cols != ak->cols || ak->rows != n ||
+        av->rows != n)
       throw std::invalid_argument("attend: shapes");
     Op op(Kind::Attend);
     std::int64_t rows = 0;
@@ -325,6 +356,7 @@ class CudaBackendImpl final : public CudaBackend {
   std::int64_t invariant_rows() const override { return cuda::kMaxDecodeRows; }
 
   Tensor last_rows(const Tensor& x, std::int64_t n) override {
+    use_device();
     auto a = act(x);
     if (n < 1 || n > a->rows) throw std::invalid_argument("last_rows: n");
     Op op(Kind::LastRows);
@@ -334,6 +366,7 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   std::vector<float> to_host(const Tensor& x) override {
+    use_device();
     auto a = act(x);
     if (a->pending) flush();
     pieces_ = 0;
@@ -350,6 +383,7 @@ class CudaBackendImpl final : public CudaBackend {
   // Device memory free now (after loading) less a 1 GiB floor for the runtime, the activation pool and graphs,
   // plus the weights this backend holds: the engine's budget covers weights and streams together.
   std::size_t memory_budget_bytes() const override {
+    use_device();
     std::size_t free = 0, total = 0;
     if (cudaMemGetInfo(&free, &total) != cudaSuccess) return weight_bytes_;
     constexpr std::size_t kFloor = std::size_t{1} << 30;
@@ -358,6 +392,7 @@ class CudaBackendImpl final : public CudaBackend {
   // The tape's launches, then the argmax and the ids' copy, queued back to back with one wait at the end:
   // waiting for the tape first left the GPU idle while the host woke up and launched the argmax.
   std::vector<std::int32_t> argmax_rows(const Tensor& x) override {
+    use_device();
     auto ids = argmax_rows_async(x);
     runner_->wait();  // counted in the stats' wait time, as a tape's wait is
     return ids->get();
@@ -365,6 +400,7 @@ class CudaBackendImpl final : public CudaBackend {
 
   bool has_device_ids() const override { return true; }
   std::shared_ptr<DeviceIds> argmax_rows_async(const Tensor& x) override {
+    use_device();
     auto a = act(x);
     queue_tape_of(a);
     void* scratch = greedy_scratch(a->rows);
@@ -377,7 +413,15 @@ class CudaBackendImpl final : public CudaBackend {
     return ids;
   }
 
+  Tensor all_reduce_sum(const Tensor& x, std::shared_ptr<const StreamReduce> reduce) override {
+    Op op(Kind::AllReduce);
+    op.a = act(x);
+    op.reduce = std::move(reduce);
+    return record(std::move(op));
+  }
+
   std::vector<std::int32_t> sample(const Tensor& logits, std::span<const cuda::SampleArgs> args) override {
+    use_device();
     auto a = act(logits);
     if (a->pending) flush();
     if (static_cast<std::int64_t>(args.size()) != a->rows) throw std::invalid_argument("sample: one args per row");
@@ -387,6 +431,13 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
  private:
+  // Makes this backend's device the calling thread's current one (tensor-parallel ranks run on their own
+  // threads, or one thread drives several devices; either way a call may arrive with another device current).
+  void use_device() const {
+    int current = -1;
+    if (cudaGetDevice(&current) != cudaSuccess || current != device_) TF_CK(cudaSetDevice(device_));
+  }
+
   static ActP act(const Tensor& t) {
     auto* raw = dynamic_cast<Act*>(t.impl());
     if (raw == nullptr) throw std::logic_error("tensor does not belong to the CUDA backend");
@@ -428,7 +479,8 @@ class CudaBackendImpl final : public CudaBackend {
     for (int i = 0; i < half; ++i) {
       // base^(-2i/d), as float32 like the reference (HF computes inv_freq in float32), then / factor.
       float f = 1.0f / std::pow(spec.base, static_cast<float>(2 * i) / static_cast<float>(head_dim));
-      if (static_cast<std::size_t>(i) < spec.freq_factors.size()) f = f / spec.freq_factors[static_cast<std::size_t>(i)];
+      if (static_cast<std::size_t>(i) < spec.freq_factors.size())
+        f = f / spec.freq_factors[static_cast<std::size_t>(i)];
       inv[static_cast<std::size_t>(i)] = f;
     }
     float* p = nullptr;
@@ -506,6 +558,7 @@ class CudaBackendImpl final : public CudaBackend {
   const std::int64_t piece_growth_ = std::max<std::int64_t>(1, env_i64("TF_CUDA_PIECE_GROWTH", 4));
 
   std::shared_ptr<Pool> pool_;
+  int device_ = 0;
   std::size_t weight_bytes_ = 0;
   cudaStream_t stream_ = nullptr;
   std::vector<Op> ops_;
@@ -527,6 +580,8 @@ bool cuda_device_available() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-std::unique_ptr<CudaBackend> make_cuda_backend() { return std::make_unique<cuda_internal::CudaBackendImpl>(); }
+std::unique_ptr<CudaBackend> make_cuda_backend(int device) {
+  return std::make_unique<cuda_internal::CudaBackendImpl>(device);
+}
 
 }  // namespace tf

@@ -21,6 +21,14 @@ struct CudaBackendStats {
   double wait_us = 0;                // host time waiting for the GPU at the end of tapes (all tapes)
 };
 
+// A sum over tensor-parallel ranks on a rank's stream: NCCL's all-reduce of the rank's communicator
+// (nccl_collective.h), queued in stream order and captured into the rank's CUDA graphs like a kernel.
+class StreamReduce {
+ public:
+  virtual ~StreamReduce() = default;
+  virtual void sum(const float* in, float* out, std::size_t count, cudaStream_t stream) const = 0;
+};
+
 class CudaBackend : public Backend {
  public:
   // Graphs on (the default) replays a captured graph for every decode tape (all rows <= 16) seen before.
@@ -37,11 +45,19 @@ class CudaBackend : public Backend {
   // Device bytes of every weight uploaded or generated so far (codes, scales, biases, dense values).
   virtual std::size_t weight_bytes() const = 0;
   virtual cudaStream_t stream() const = 0;
+  virtual int device() const = 0;
+  // x summed over the ranks by `reduce` (recorded on the tape like any op; the ranks' sums meet on the GPU).
+  virtual Tensor all_reduce_sum(const Tensor& x, std::shared_ptr<const StreamReduce> reduce) = 0;
 };
 
 // True when a CUDA device is visible to this process (never throws).
 bool cuda_device_available();
-// Throws std::runtime_error when no device is usable.
-std::unique_ptr<CudaBackend> make_cuda_backend();
+// Throws std::runtime_error when no device is usable. `device`: the CUDA device this backend computes on (every
+// call it serves makes it the calling thread's current device).
+std::unique_ptr<CudaBackend> make_cuda_backend(int device = 0);
+// `ranks` tensor-parallel ranks (backends/tensor_parallel/), rank r on device r, summing over NCCL
+// (nccl_collective.h). TF_TP_ONE_DEVICE=1 puts every rank on device 0 summing through the host on the ranks'
+// threads instead (tests of the split on one GPU: NCCL refuses two ranks on one device).
+std::unique_ptr<Backend> make_cuda_ranks(int ranks);
 
 }  // namespace tf

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_kv_cache.h"
 #include "backends/cuda/cuda_support.h"
 #include "backends/cuda/kernels/kernels.h"
@@ -66,6 +67,8 @@ enum class Kind {
   Embed, RmsNorm, Linear, Add, Swiglu, Rope, Attend, LastRows, Upload,
   // the ops of Qwen3.5's gated attention and Gated DeltaNet layers, and of draft heads
   RmsNormHeads, HeadColumns, SigmoidGate, ConcatColumns, GdnConv, GdnRecurrence,
+  // tensor parallelism: a sum over the ranks (CudaBackend::all_reduce_sum)
+  AllReduce,
   Count
 };
 
@@ -82,6 +85,7 @@ struct Op {
   const std::int32_t* ids_dev = nullptr;
   std::shared_ptr<const void> fed;
   std::vector<float> host;  // Upload
+  std::shared_ptr<const StreamReduce> reduce;  // AllReduce
   float eps = 0.0f;
   int heads = 0, head_dim = 0;
   const float* inv_freq = nullptr;

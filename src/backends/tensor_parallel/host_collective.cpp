@@ -1,3 +1,5 @@
+// The two collectives that sum on the host (collective.h): HostCollective (ranks in turn) and ThreadCollective
+// (ranks apart).
 #include <exception>
 #include <stdexcept>
 
@@ -32,6 +34,17 @@ void HostCollective::each_rank(int ranks, const std::function<void(int)>& f) {
     }
   }
   if (first) std::rethrow_exception(first);
+}
+
+ThreadCollective::ThreadCollective(int ranks) : threads_(ranks), meet_(ranks) {}
+
+Tensor ThreadCollective::all_reduce_rank(std::size_t r, Backend& rank, const Tensor& partial, std::int64_t cols) {
+  std::vector<float> sum = meet_.sum(r, rank.to_host(partial));
+  return rank.from_host(sum, static_cast<std::int64_t>(sum.size()) / cols, cols);
+}
+
+void ThreadCollective::each_rank(int /*ranks*/, const std::function<void(int)>& f) {
+  threads_.run(f, [this] { meet_.abort(); });
 }
 
 }  // namespace tf

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <initializer_list>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -14,9 +16,11 @@ namespace tf {
 namespace {
 
 // A tensor as the ranks hold it: all of it on every rank (the residual stream, norms' outputs, logits), or
-// divided: each rank its own heads' (or features') columns.
+// divided: each rank its own heads' (or features') columns. Each rank's tensor sits in a box of its own, which
+// that rank's queued ops hold until they have run: so what holds a rank's tensor (which a CUDA tape reads as
+// "the caller still needs it") never depends on how far another rank has got.
 struct Shards final : Tensor::Impl {
-  std::vector<Tensor> rank;
+  std::vector<std::shared_ptr<Tensor>> rank;
   bool divided = false;
 };
 
@@ -49,39 +53,56 @@ std::size_t held_bytes(const DeviceWeight& w) {
   return elems * static_cast<std::size_t>(w.bits) / 8 + elems / static_cast<std::size_t>(w.group_size) * 8;
 }
 
+// Rank r's tensor of t, and rank r's part of w.
+const Tensor& rank_of(const Tensor& t, std::size_t r) { return *static_cast<const Shards&>(*t.impl()).rank[r]; }
+const DeviceWeight& at(const DeviceWeight& w, std::size_t r) {
+  return static_cast<const RankWeights&>(*w.data.impl()).rank[r];
+}
+
+// The runs with rank r's stores in place of the streams'.
+std::vector<StreamRows> rank_runs(std::span<const StreamRows> runs, std::size_t r) {
+  std::vector<StreamRows> out(runs.begin(), runs.end());
+  for (auto& run : out) {
+    if (run.cache != nullptr) run.cache = dynamic_cast<RankStates<KvCache>&>(*run.cache).rank(r);
+    if (run.recurrent != nullptr) run.recurrent = dynamic_cast<RankStates<RecurrentState>&>(*run.recurrent).rank(r);
+  }
+  return out;
+}
+
 class TpBackend final : public Backend {
  public:
   TpBackend(std::vector<std::unique_ptr<Backend>> ranks, std::unique_ptr<Collective> collective)
-      : ranks_(std::move(ranks)), collective_(std::move(collective)) {
+      : collective_(std::move(collective)), ranks_(std::move(ranks)) {
     if (ranks_.size() < 2 || !collective_)
       throw std::logic_error("tensor parallel: two or more ranks and a collective");
     for (const auto& b : ranks_) raw_.push_back(b.get());
     n_ = static_cast<int>(ranks_.size());
+    apart_ = collective_->apart();
+    queue_.resize(ranks_.size());
+  }
+  ~TpBackend() override {
+    try {
+      drain();
+    } catch (...) {
+    }
   }
 
   std::string name() const override { return ranks_.front()->name(); }
+  const std::vector<Backend*>& ranks() const { return raw_; }
 
   DeviceWeight upload(const HostWeight& w) override { return upload_split(w, {}); }
 
   DeviceWeight upload_split(const HostWeight& given, const WeightSplit& split) override {
-    auto held = std::make_shared<RankWeights>();
-    held->kind = split.kind;
-    for (int r = 0; r < n_; ++r)
-      held->rank.push_back(ranks_[static_cast<std::size_t>(r)]->upload(part_of(given, split, r)));
-    DeviceWeight d;
-    d.bits = held->rank.front().bits;
-    d.group_size = held->rank.front().group_size;
-    d.rows = given.rows;
-    d.cols = given.cols;
-    for (const auto& p : held->rank) d.bytes += held_bytes(p);
-    d.data = Tensor(std::move(held));
-    return d;
+    std::vector<DeviceWeight> parts;
+    for (std::size_t r = 0; r < ranks_.size(); ++r)
+      parts.push_back(ranks_[r]->upload(part_of(given, split, static_cast<int>(r))));
+    return rank_weight(std::move(parts), split.kind, given.rows, given.cols);
   }
 
   std::unique_ptr<KvCache> new_kv_cache(int layers, int kv_heads, int head_dim) override {
     std::vector<std::unique_ptr<KvCache>> parts;
     for (auto& b : ranks_) parts.push_back(b->new_kv_cache(layers, part(kv_heads, "key/value heads"), head_dim));
-    return std::make_unique<RankStates<KvCache>>(std::move(parts));
+    return std::make_unique<RankStates<KvCache>>(std::move(parts), [this] { drain(); });
   }
   bool has_linear_attention() const override {
     return std::all_of(ranks_.begin(), ranks_.end(), [](const auto& b) { return b->has_linear_attention(); });
@@ -89,102 +110,116 @@ class TpBackend final : public Backend {
   std::unique_ptr<RecurrentState> new_recurrent_state(int layers, const GatedDeltaSpec& spec) override {
     std::vector<std::unique_ptr<RecurrentState>> parts;
     for (auto& b : ranks_) parts.push_back(b->new_recurrent_state(layers, rank_spec(spec)));
-    return std::make_unique<RankStates<RecurrentState>>(std::move(parts));
+    return std::make_unique<RankStates<RecurrentState>>(std::move(parts), [this] { drain(); });
   }
 
+  // ---- ops: each rank's own, run now (ranks in turn) or queued for its thread (apart). An op's function gets
+  // rank r's input tensors (`in`, in the order given to each()) and holds no tensor itself.
   Tensor embed(const DeviceWeight& table, std::span<const std::int32_t> ids) override {
-    return each(false, [&](std::size_t r) { return ranks_[r]->embed(at(table, r), ids); });
+    return each(false, {},
+                [table, ids = std::vector<std::int32_t>(ids.begin(), ids.end())](
+                    Backend& b, std::size_t r, const Ins&) { return b.embed(at(table, r), ids); });
   }
   Tensor rms_norm(const Tensor& x, const DeviceWeight& weight, float eps) override {
-    const Shards& s = whole(x, "rms_norm");
-    return each(false, [&](std::size_t r) { return ranks_[r]->rms_norm(s.rank[r], at(weight, r), eps); });
-  }
-  Tensor linear(const Tensor& x, const DeviceWeight& w) override {
-    const Shards& s = shards(x);
-    const RankWeights& p = parts(w);
-    if (p.kind == WeightSplit::Kind::Inputs) {
-      if (!s.divided) throw std::logic_error("tensor parallel: a weight divided by its inputs times an undivided x");
-      std::vector<Tensor> partial;
-      for (std::size_t r = 0; r < ranks_.size(); ++r) partial.push_back(ranks_[r]->linear(s.rank[r], p.rank[r]));
-      auto out = std::make_shared<Shards>();
-      out->rank = collective_->all_reduce(raw_, partial, w.rows);
-      return Tensor(std::move(out));
-    }
-    if (s.divided) throw std::logic_error("tensor parallel: a divided x times a weight not divided by its inputs");
-    return each(p.kind == WeightSplit::Kind::Outputs,
-                [&](std::size_t r) { return ranks_[r]->linear(s.rank[r], p.rank[r]); });
-  }
-  Tensor add(const Tensor& a, const Tensor& b) override {
-    const auto& [sa, sb] = alike(a, b, "add");
-    return each(sa.divided, [&](std::size_t r) { return ranks_[r]->add(sa.rank[r], sb.rank[r]); });
-  }
-  Tensor swiglu(const Tensor& gate, const Tensor& up) override {
-    const auto& [sg, su] = alike(gate, up, "swiglu");
-    return each(sg.divided, [&](std::size_t r) { return ranks_[r]->swiglu(sg.rank[r], su.rank[r]); });
-  }
-  Tensor rms_norm_heads(const Tensor& x, const DeviceWeight& weight, int heads, float eps) override {
-    const Shards& s = shards(x);
-    const int h = s.divided ? part(heads, "heads") : heads;
-    return each(s.divided, [&](std::size_t r) { return ranks_[r]->rms_norm_heads(s.rank[r], at(weight, r), h, eps); });
-  }
-  Tensor head_columns(const Tensor& x, int heads, int block, int offset, int width) override {
-    const Shards& s = shards(x);
-    const int h = s.divided ? part(heads, "heads") : heads;
-    return each(s.divided, [&](std::size_t r) { return ranks_[r]->head_columns(s.rank[r], h, block, offset, width); });
-  }
-  Tensor sigmoid_gate(const Tensor& x, const Tensor& gate) override {
-    const auto& [sx, sg] = alike(x, gate, "sigmoid_gate");
-    return each(sx.divided, [&](std::size_t r) { return ranks_[r]->sigmoid_gate(sx.rank[r], sg.rank[r]); });
-  }
-  Tensor from_host(std::span<const float> values, std::int64_t rows, std::int64_t cols) override {
-    return each(false, [&](std::size_t r) { return ranks_[r]->from_host(values, rows, cols); });
-  }
-  Tensor concat_columns(const Tensor& a, const Tensor& b) override {
-    const Shards& sa = whole(a, "concat_columns");
-    const Shards& sb = whole(b, "concat_columns");
-    return each(false, [&](std::size_t r) { return ranks_[r]->concat_columns(sa.rank[r], sb.rank[r]); });
-  }
-  Tensor gated_delta(std::span<const StreamRows> runs, int layer, const Tensor& qkv, const Tensor& a, const Tensor& b,
-                     const DeviceWeight& conv_weight, const DeviceWeight& a_log, const DeviceWeight& dt_bias,
-                     const GatedDeltaSpec& spec) override {
-    const Shards& sq = divided(qkv, "gated_delta");
-    const Shards& sa = divided(a, "gated_delta");
-    const Shards& sb = divided(b, "gated_delta");
-    const GatedDeltaSpec mine = rank_spec(spec);
-    return each(true, [&](std::size_t r) {
-      const auto rr = rank_runs(runs, r);
-      return ranks_[r]->gated_delta(rr, layer, sq.rank[r], sa.rank[r], sb.rank[r], at(conv_weight, r), at(a_log, r),
-                                    at(dt_bias, r), mine);
+    whole(x, "rms_norm");
+    return each(false, {x}, [weight, eps](Backend& b, std::size_t r, const Ins& in) {
+      return b.rms_norm(in[0], at(weight, r), eps);
     });
   }
+  Tensor linear(const Tensor& x, const DeviceWeight& w) override {
+    const bool d = shards(x).divided;
+    const WeightSplit::Kind kind = parts(w).kind;
+    if (kind == WeightSplit::Kind::Inputs) {
+      if (!d) throw std::logic_error("tensor parallel: a weight divided by its inputs times an undivided x");
+      const std::int64_t cols = w.rows;
+      if (apart_)
+        return each(false, {x}, [w, cols, c = collective_.get()](Backend& b, std::size_t r, const Ins& in) {
+          return c->all_reduce_rank(r, b, b.linear(in[0], at(w, r)), cols);
+        });
+      std::vector<Tensor> partial;
+      for (std::size_t r = 0; r < ranks_.size(); ++r) partial.push_back(ranks_[r]->linear(rank_of(x, r), at(w, r)));
+      auto out = std::make_shared<Shards>();
+      for (Tensor& t : collective_->all_reduce(raw_, partial, cols))
+        out->rank.push_back(std::make_shared<Tensor>(std::move(t)));
+      return Tensor(std::move(out));
+    }
+    if (d) throw std::logic_error("tensor parallel: a divided x times a weight not divided by its inputs");
+    return each(kind == WeightSplit::Kind::Outputs, {x},
+                [w](Backend& b, std::size_t r, const Ins& in) { return b.linear(in[0], at(w, r)); });
+  }
+  Tensor add(const Tensor& x, const Tensor& y) override {
+    return each(alike(x, y, "add"), {x, y}, [](Backend& b, std::size_t, const Ins& in) { return b.add(in[0], in[1]); });
+  }
+  Tensor swiglu(const Tensor& gate, const Tensor& up) override {
+    return each(alike(gate, up, "swiglu"), {gate, up},
+                [](Backend& b, std::size_t, const Ins& in) { return b.swiglu(in[0], in[1]); });
+  }
+  Tensor rms_norm_heads(const Tensor& x, const DeviceWeight& weight, int heads, float eps) override {
+    const bool d = shards(x).divided;
+    const int h = d ? part(heads, "heads") : heads;
+    return each(d, {x}, [weight, h, eps](Backend& b, std::size_t r, const Ins& in) {
+      return b.rms_norm_heads(in[0], at(weight, r), h, eps);
+    });
+  }
+  Tensor head_columns(const Tensor& x, int heads, int block, int offset, int width) override {
+    const bool d = shards(x).divided;
+    const int h = d ? part(heads, "heads") : heads;
+    return each(d, {x}, [h, block, offset, width](Backend& b, std::size_t, const Ins& in) {
+      return b.head_columns(in[0], h, block, offset, width);
+    });
+  }
+  Tensor sigmoid_gate(const Tensor& x, const Tensor& gate) override {
+    return each(alike(x, gate, "sigmoid_gate"), {x, gate},
+                [](Backend& b, std::size_t, const Ins& in) { return b.sigmoid_gate(in[0], in[1]); });
+  }
+  Tensor from_host(std::span<const float> values, std::int64_t rows, std::int64_t cols) override {
+    return each(false, {},
+                [v = std::vector<float>(values.begin(), values.end()), rows, cols](
+                    Backend& b, std::size_t, const Ins&) { return b.from_host(v, rows, cols); });
+  }
+  Tensor concat_columns(const Tensor& x, const Tensor& y) override {
+    whole(x, "concat_columns");
+    whole(y, "concat_columns");
+    return each(false, {x, y}, [](Backend& b, std::size_t, const Ins& in) { return b.concat_columns(in[0], in[1]); });
+  }
+  Tensor gated_delta(std::span<const StreamRows> runs, int layer, const Tensor& qkv, const Tensor& a, const Tensor& bt,
+                     const DeviceWeight& conv_weight, const DeviceWeight& a_log, const DeviceWeight& dt_bias,
+                     const GatedDeltaSpec& spec) override {
+    for (const Tensor* t : {&qkv, &a, &bt}) divided(*t, "gated_delta");
+    return each(true, {qkv, a, bt},
+                [rs = std::vector<StreamRows>(runs.begin(), runs.end()), layer, conv_weight, a_log, dt_bias,
+                 mine = rank_spec(spec)](Backend& b, std::size_t r, const Ins& in) {
+                  return b.gated_delta(rank_runs(rs, r), layer, in[0], in[1], in[2], at(conv_weight, r), at(a_log, r),
+                                       at(dt_bias, r), mine);
+                });
+  }
   Tensor rms_norm_gated(const Tensor& x, const DeviceWeight& weight, const Tensor& z, int heads, float eps) override {
-    const auto& [sx, sz] = alike(x, z, "rms_norm_gated");
-    const int h = sx.divided ? part(heads, "value heads") : heads;
-    return each(sx.divided, [&](std::size_t r) {
-      return ranks_[r]->rms_norm_gated(sx.rank[r], at(weight, r), sz.rank[r], h, eps);
+    const bool d = alike(x, z, "rms_norm_gated");
+    const int h = d ? part(heads, "value heads") : heads;
+    return each(d, {x, z}, [weight, h, eps](Backend& b, std::size_t r, const Ins& in) {
+      return b.rms_norm_gated(in[0], at(weight, r), in[1], h, eps);
     });
   }
   Tensor rope(const Tensor& x, int heads, int head_dim, std::span<const StreamRows> runs,
               const RopeSpec& spec) override {
-    const Shards& s = shards(x);
-    const int h = s.divided ? part(heads, "heads") : heads;
-    return each(s.divided, [&](std::size_t r) {
-      const auto rr = rank_runs(runs, r);
-      return ranks_[r]->rope(s.rank[r], h, head_dim, rr, spec);
-    });
+    const bool d = shards(x).divided;
+    const int h = d ? part(heads, "heads") : heads;
+    return each(
+        d, {x},
+        [h, head_dim, rs = std::vector<StreamRows>(runs.begin(), runs.end()), spec](
+            Backend& b, std::size_t r, const Ins& in) { return b.rope(in[0], h, head_dim, rank_runs(rs, r), spec); });
   }
   Tensor attend(std::span<const StreamRows> runs, int layer, const Tensor& q, const Tensor& k, const Tensor& v,
                 const AttentionSpec& spec) override {
-    const Shards& sq = divided(q, "attend");
-    const Shards& sk = divided(k, "attend");
-    const Shards& sv = divided(v, "attend");
+    for (const Tensor* t : {&q, &k, &v}) divided(*t, "attend");
     AttentionSpec mine = spec;
     mine.heads = part(spec.heads, "heads");
     mine.kv_heads = part(spec.kv_heads, "key/value heads");
-    return each(true, [&](std::size_t r) {
-      const auto rr = rank_runs(runs, r);
-      return ranks_[r]->attend(rr, layer, sq.rank[r], sk.rank[r], sv.rank[r], mine);
-    });
+    return each(true, {q, k, v},
+                [rs = std::vector<StreamRows>(runs.begin(), runs.end()), layer, mine](Backend& b, std::size_t r,
+                                                                                      const Ins& in) {
+                  return b.attend(rank_runs(rs, r), layer, in[0], in[1], in[2], mine);
+                });
   }
   std::int64_t invariant_rows() const override {
     std::int64_t n = ranks_.front()->invariant_rows();
@@ -192,15 +227,18 @@ class TpBackend final : public Backend {
     return n;
   }
   Tensor last_rows(const Tensor& x, std::int64_t n) override {
-    const Shards& s = shards(x);
-    return each(s.divided, [&](std::size_t r) { return ranks_[r]->last_rows(s.rank[r], n); });
+    return each(shards(x).divided, {x}, [n](Backend& b, std::size_t, const Ins& in) { return b.last_rows(in[0], n); });
   }
-  // Every rank evaluates its copy (together: a rank's collectives wait for the others'), and every copy must
-  // equal rank 0's bit for bit: the check that the ranks stay in step.
+
+  // ---- results: every rank runs what is queued for it and evaluates its copy (together: a rank's sums wait
+  // for the others'), and every copy must equal rank 0's bit for bit: the check that the ranks stay in step.
   std::vector<float> to_host(const Tensor& x) override {
-    const Shards& s = whole(x, "to_host");
+    whole(x, "to_host");
     std::vector<std::vector<float>> out(ranks_.size());
-    collective_->each_rank(n_, [&](int r) { out[idx(r)] = ranks_[idx(r)]->to_host(s.rank[idx(r)]); });
+    collective_->each_rank(n_, [&](int r) {
+      run_queue(idx(r));
+      out[idx(r)] = ranks_[idx(r)]->to_host(rank_of(x, idx(r)));
+    });
     for (std::size_t r = 1; r < out.size(); ++r)
       if (out[r].size() != out[0].size() || std::memcmp(out[r].data(), out[0].data(), out[0].size() * 4) != 0)
         throw std::runtime_error("tensor parallel: rank " + std::to_string(r) + "'s values differ from rank 0's");
@@ -210,9 +248,12 @@ class TpBackend final : public Backend {
     return std::all_of(ranks_.begin(), ranks_.end(), [](const auto& b) { return b->has_argmax_rows(); });
   }
   std::vector<std::int32_t> argmax_rows(const Tensor& x) override {
-    const Shards& s = whole(x, "argmax_rows");
+    whole(x, "argmax_rows");
     std::vector<std::vector<std::int32_t>> out(ranks_.size());
-    collective_->each_rank(n_, [&](int r) { out[idx(r)] = ranks_[idx(r)]->argmax_rows(s.rank[idx(r)]); });
+    collective_->each_rank(n_, [&](int r) {
+      run_queue(idx(r));
+      out[idx(r)] = ranks_[idx(r)]->argmax_rows(rank_of(x, idx(r)));
+    });
     for (std::size_t r = 1; r < out.size(); ++r)
       if (out[r] != out[0])
         throw std::runtime_error("tensor parallel: rank " + std::to_string(r) + "'s greedy ids differ from rank 0's");
@@ -222,17 +263,22 @@ class TpBackend final : public Backend {
     return std::all_of(ranks_.begin(), ranks_.end(), [](const auto& b) { return b->has_device_ids(); });
   }
   std::shared_ptr<DeviceIds> argmax_rows_async(const Tensor& x) override {
-    const Shards& s = whole(x, "argmax_rows_async");
+    whole(x, "argmax_rows_async");
     std::vector<std::shared_ptr<DeviceIds>> ids(ranks_.size());
-    collective_->each_rank(n_, [&](int r) { ids[idx(r)] = ranks_[idx(r)]->argmax_rows_async(s.rank[idx(r)]); });
+    collective_->each_rank(n_, [&](int r) {
+      run_queue(idx(r));
+      ids[idx(r)] = ranks_[idx(r)]->argmax_rows_async(rank_of(x, idx(r)));
+    });
     return std::make_shared<RankIds>(std::move(ids));
   }
   Tensor embed(const DeviceWeight& table, const std::shared_ptr<DeviceIds>& ids) override {
-    const auto* mine = dynamic_cast<const RankIds*>(ids.get());
-    if (mine == nullptr) throw std::logic_error("tensor parallel: device ids of another backend");
-    return each(false, [&](std::size_t r) { return ranks_[r]->embed(at(table, r), mine->rank[r]); });
+    auto mine = std::dynamic_pointer_cast<RankIds>(ids);
+    if (!mine) throw std::logic_error("tensor parallel: device ids of another backend");
+    return each(false, {},
+                [table, mine](Backend& b, std::size_t r, const Ins&) { return b.embed(at(table, r), mine->rank[r]); });
   }
   void release_cached_memory() override {
+    drain();
     for (auto& b : ranks_) b->release_cached_memory();
   }
   std::size_t memory_budget_bytes() const override {
@@ -242,7 +288,47 @@ class TpBackend final : public Backend {
   }
 
  private:
+  using Ins = std::vector<Tensor>;
+  using RankOp = std::function<Tensor(Backend&, std::size_t, const Ins&)>;
   static std::size_t idx(int r) { return static_cast<std::size_t>(r); }
+
+  // A tensor with each rank's f(rank, r, rank r's inputs): computed now (in turn) or queued for each rank's
+  // thread (apart), where the queued op holds only its rank's boxes of the inputs and of the output.
+  Tensor each(bool divided, std::initializer_list<Tensor> inputs, RankOp f) {
+    auto out = std::make_shared<Shards>();
+    out->divided = divided;
+    for (std::size_t r = 0; r < ranks_.size(); ++r) out->rank.push_back(std::make_shared<Tensor>());
+    auto shared = std::make_shared<const RankOp>(std::move(f));
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      std::vector<std::shared_ptr<Tensor>> in;
+      for (const Tensor& t : inputs) in.push_back(shards(t).rank[r]);
+      auto run = [in = std::move(in), box = out->rank[r], shared](Backend& b, std::size_t rr) {
+        Ins values;
+        for (const auto& i : in) values.push_back(*i);
+        *box = (*shared)(b, rr, values);
+      };
+      if (apart_)
+        queue_[r].push_back(std::move(run));
+      else
+        run(*ranks_[r], r);
+    }
+    return Tensor(std::move(out));
+  }
+  // Runs rank r's queued ops (on the thread that runs rank r), each let go of as soon as it has run.
+  void run_queue(std::size_t r) {
+    auto ops = std::move(queue_[r]);
+    queue_[r].clear();
+    for (auto& op : ops) {
+      op(*ranks_[r], r);
+      op = nullptr;
+    }
+  }
+  // Runs every rank's queued ops, each on its thread.
+  void drain() {
+    if (!apart_) return;
+    if (std::all_of(queue_.begin(), queue_.end(), [](const auto& q) { return q.empty(); })) return;
+    collective_->each_rank(n_, [&](int r) { run_queue(idx(r)); });
+  }
 
   // count / ranks, refused where the ranks would not hold whole heads alike.
   int part(int count, const char* what) const {
@@ -302,55 +388,58 @@ class TpBackend final : public Backend {
     if (s == nullptr) throw std::logic_error("tensor parallel: a tensor of another backend");
     return *s;
   }
-  const Shards& whole(const Tensor& t, const char* op) const {
-    const Shards& s = shards(t);
-    if (s.divided) throw std::logic_error(std::string("tensor parallel: ") + op + " of a divided tensor");
-    return s;
+  void whole(const Tensor& t, const char* op) const {
+    if (shards(t).divided) throw std::logic_error(std::string("tensor parallel: ") + op + " of a divided tensor");
   }
-  const Shards& divided(const Tensor& t, const char* op) const {
-    const Shards& s = shards(t);
-    if (!s.divided) throw std::logic_error(std::string("tensor parallel: ") + op + " of an undivided tensor");
-    return s;
+  void divided(const Tensor& t, const char* op) const {
+    if (!shards(t).divided) throw std::logic_error(std::string("tensor parallel: ") + op + " of an undivided tensor");
   }
-  std::pair<const Shards&, const Shards&> alike(const Tensor& a, const Tensor& b, const char* op) const {
-    const Shards& sa = shards(a);
-    const Shards& sb = shards(b);
-    if (sa.divided != sb.divided)
+  // Whether both are divided (an error where one is and the other is not).
+  bool alike(const Tensor& a, const Tensor& b, const char* op) const {
+    const bool d = shards(a).divided;
+    if (d != shards(b).divided)
       throw std::logic_error(std::string("tensor parallel: ") + op + " of a divided and an undivided tensor");
-    return {sa, sb};
+    return d;
   }
   const RankWeights& parts(const DeviceWeight& w) const {
     const auto* p = dynamic_cast<const RankWeights*>(w.data.impl());
     if (p == nullptr) throw std::logic_error("tensor parallel: a weight of another backend");
     return *p;
   }
-  const DeviceWeight& at(const DeviceWeight& w, std::size_t r) const { return parts(w).rank[r]; }
 
-  // The runs with rank r's stores in place of the streams'.
-  static std::vector<StreamRows> rank_runs(std::span<const StreamRows> runs, std::size_t r) {
-    std::vector<StreamRows> out(runs.begin(), runs.end());
-    for (auto& run : out) {
-      if (run.cache != nullptr) run.cache = dynamic_cast<RankStates<KvCache>&>(*run.cache).rank(r);
-      if (run.recurrent != nullptr) run.recurrent = dynamic_cast<RankStates<RecurrentState>&>(*run.recurrent).rank(r);
-    }
-    return out;
-  }
-
-  template <class F>
-  Tensor each(bool divided, F f) {
-    auto out = std::make_shared<Shards>();
-    out->divided = divided;
-    for (std::size_t r = 0; r < ranks_.size(); ++r) out->rank.push_back(f(r));
-    return Tensor(std::move(out));
-  }
-
+  // The collective first: the ranks (their graphs, which may hold the collective's sums) go before it does.
+  std::unique_ptr<Collective> collective_;
   std::vector<std::unique_ptr<Backend>> ranks_;
   std::vector<Backend*> raw_;
-  std::unique_ptr<Collective> collective_;
   int n_ = 0;
+  bool apart_ = false;
+  // Apart: each rank's ops recorded but not yet run, in order (run on its thread by to_host and the like).
+  std::vector<std::vector<std::function<void(Backend&, std::size_t)>>> queue_;
 };
 
 }  // namespace
+
+DeviceWeight rank_weight(std::vector<DeviceWeight> parts, WeightSplit::Kind kind, std::int64_t rows,
+                         std::int64_t cols) {
+  if (parts.empty()) throw std::logic_error("rank_weight: no parts");
+  auto held = std::make_shared<RankWeights>();
+  held->kind = kind;
+  DeviceWeight d;
+  d.bits = parts.front().bits;
+  d.group_size = parts.front().group_size;
+  d.rows = rows;
+  d.cols = cols;
+  for (const auto& p : parts) d.bytes += held_bytes(p);
+  held->rank = std::move(parts);
+  d.data = Tensor(std::move(held));
+  return d;
+}
+
+std::vector<Backend*> tensor_parallel_ranks(Backend& tp) {
+  auto* mine = dynamic_cast<TpBackend*>(&tp);
+  if (mine == nullptr) throw std::invalid_argument("tensor_parallel_ranks: not a tensor-parallel backend");
+  return mine->ranks();
+}
 
 std::unique_ptr<Backend> make_tensor_parallel_backend(std::vector<std::unique_ptr<Backend>> ranks,
                                                       std::unique_ptr<Collective> collective) {

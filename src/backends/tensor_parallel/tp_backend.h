@@ -17,4 +17,10 @@ namespace tf {
 std::unique_ptr<Backend> make_tensor_parallel_backend(std::vector<std::unique_ptr<Backend>> ranks,
                                                       std::unique_ptr<Collective> collective);
 
+// The ranks of a backend make_tensor_parallel_backend made (std::invalid_argument for another backend), and
+// a weight of `rows` x `cols` in all from each rank's part made on it, divided as `kind` says: the CUDA
+// benchmarks generate their random weights on each rank's device this way.
+std::vector<Backend*> tensor_parallel_ranks(Backend& tp);
+DeviceWeight rank_weight(std::vector<DeviceWeight> parts, WeightSplit::Kind kind, std::int64_t rows, std::int64_t cols);
+
 }  // namespace tf

@@ -3,6 +3,7 @@
 // (or recurrent states). They move together: lengths agree, truncation and restore reach every rank, and a
 // snapshot is the ranks' snapshots one after another.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -32,10 +33,17 @@ std::vector<std::span<const std::uint8_t>> split_rank_bytes(std::span<const std:
 template <class Base>
 class RankStates final : public Base {
  public:
-  explicit RankStates(std::vector<std::unique_ptr<Base>> ranks) : ranks_(std::move(ranks)) {}
+  // `settle` runs the ops queued for the ranks (tp_backend.cpp: ranks apart), so that every call here sees
+  // the state every op recorded before it left.
+  RankStates(std::vector<std::unique_ptr<Base>> ranks, std::function<void()> settle)
+      : ranks_(std::move(ranks)), settle_(std::move(settle)) {}
   Base* rank(std::size_t r) const { return ranks_[r].get(); }
-  std::int64_t length() const override { return ranks_.front()->length(); }
+  std::int64_t length() const override {
+    settle_();
+    return ranks_.front()->length();
+  }
   void truncate(std::int64_t length) override {
+    settle_();
     for (auto& s : ranks_) s->truncate(length);
   }
   std::size_t bytes() const override {
@@ -44,20 +52,24 @@ class RankStates final : public Base {
     return n;
   }
   std::vector<std::uint8_t> snapshot() const override {
+    settle_();
     std::vector<std::vector<std::uint8_t>> parts;
     for (const auto& s : ranks_) parts.push_back(s->snapshot());
     return join_rank_bytes(parts);
   }
   void restore(std::span<const std::uint8_t> bytes) override {
+    settle_();
     const auto parts = split_rank_bytes(bytes, ranks_.size());
     for (std::size_t r = 0; r < ranks_.size(); ++r) ranks_[r]->restore(parts[r]);
   }
   std::shared_ptr<const StateImage> image() const override {
+    settle_();
     std::vector<std::shared_ptr<const StateImage>> parts;
     for (const auto& s : ranks_) parts.push_back(s->image());
     return std::make_shared<RankImages>(std::move(parts));
   }
   void restore_image(const StateImage& image) override {
+    settle_();
     const auto* mine = dynamic_cast<const RankImages*>(&image);
     if (mine == nullptr || mine->ranks().size() != ranks_.size()) return restore_from_bytes(*this, image);
     for (std::size_t r = 0; r < ranks_.size(); ++r) ranks_[r]->restore_image(*mine->ranks()[r]);
@@ -65,6 +77,7 @@ class RankStates final : public Base {
 
  private:
   std::vector<std::unique_ptr<Base>> ranks_;
+  std::function<void()> settle_;
 };
 
 }  // namespace tf
