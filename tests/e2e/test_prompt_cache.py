@@ -4,7 +4,7 @@ replies, bit for bit (token ids), greedy and seeded T>0, on the default model (l
 checkpoint (Gated DeltaNet: conv windows and recurrent state are restored too). Then the same after a restart
 that reads the snapshots from --snapshot-dir; a corrupted, a truncated and another model's snapshot are each
 refused (removed, with a log line) and the reply still equals fresh; and a cache filled past --prompt-cache-gib
-stays within its budget."""
+stays within its budget. The qwen3_5 turns and the restart also run on two tensor-parallel ranks (--tp 2)."""
 
 from __future__ import annotations
 
@@ -57,8 +57,9 @@ class Family:
     """One model's servers: `cached` (with a snapshot dir), `fresh` (no cache at all), and the turn-2 requests
     and replies recorded on `cached`, for the restart and refusal cases."""
 
-    def __init__(self, binary, model, workdir: Path):
+    def __init__(self, binary, model, workdir: Path, extra: list | None = None):
         self.binary, self.model, self.workdir = binary, model, workdir
+        self.extra = list(extra or [])
         self.snapshots = workdir / "snapshots"
         self.cached = self.start("cached", ["--prompt-cache-gib", "1", "--snapshot-dir", self.snapshots])
         self.fresh = self.start("fresh", ["--prompt-cache-gib", "0", "--snapshot-dir", "none"])
@@ -67,7 +68,7 @@ class Family:
     def start(self, name, args):
         d = self.workdir / name
         d.mkdir(exist_ok=True)
-        return start_serve(self.binary, self.model, ["--parallel", "2", *args], d)
+        return start_serve(self.binary, self.model, ["--parallel", "2", *self.extra, *args], d)
 
     def run_case(self, conv_i, sampling_i):
         conv, sampling = CONVERSATIONS[conv_i], SAMPLING[sampling_i]
@@ -157,7 +158,20 @@ def copy_snapshots(family, name) -> Path:
     return dest
 
 
-@pytest.mark.parametrize("fam", ["llama", "qwen"])
+@pytest.fixture(scope="module")
+def qwen_tp2(tensorfold_bin, tmp_path_factory):
+    """Two tensor-parallel ranks (--tp 2): each rank's share of the state is kept and restored together."""
+    f = Family(tensorfold_bin, QWEN, tmp_path_factory.mktemp("cache-qwen-tp2"), ["--tp", "2"])
+    yield f
+    f.stop()
+
+
+@pytest.mark.parametrize("conv_i,sampling_i", QWEN_CASES[:4])
+def test_qwen3_5_turn2_resumes_exactly_on_two_ranks(qwen_tp2, conv_i, sampling_i):
+    qwen_tp2.run_case(conv_i, sampling_i)
+
+
+@pytest.mark.parametrize("fam", ["llama", "qwen", "qwen_tp2"])
 def test_restart_resumes_from_disk(request, fam):
     family = request.getfixturevalue(fam)
     assert family.turn2, "run the turn-2 cases first (file order)"
@@ -258,3 +272,14 @@ def test_responses_previous_response_id_hits_the_cache(llama):
     fresh = responses_chain(llama.fresh)
     assert cached[:2] == fresh[:2]
     assert cached[2] > 0 and fresh[2] == 0
+
+
+def test_snapshots_of_two_ranks_are_refused_by_one(qwen, qwen_tp2):
+    # A snapshot holds each rank's share of the state: a server of another rank count must not restore it.
+    if not qwen_tp2.turn2:
+        qwen_tp2.run_case(0, 0)
+    if not qwen.turn2:
+        qwen.run_case(0, 0)
+    snaps = copy_snapshots(qwen_tp2, "tp2-for-tp1")
+    stderr, health = restart_and_check(qwen, snaps, "tp2-for-tp1", expect_cached=False)
+    assert health["prompt_cache"]["snapshots_loaded"] == 0 and health["prompt_cache"]["snapshots_refused"] > 0, stderr

@@ -1,6 +1,5 @@
 #include "backends/tensor_parallel/rank_threads.h"
 
-#include <atomic>
 #include <stdexcept>
 
 namespace tf {
@@ -25,47 +24,48 @@ void RankThreads::loop(std::size_t w) {
     if (stop_) return;
     auto job = std::move(workers_[w].job);
     lock.unlock();
-    std::exception_ptr error;
     try {
       job();
-    } catch (...) {
-      error = std::current_exception();
+    } catch (...) {  // run() keeps the error that matters (the first rank's to fail)
     }
     lock.lock();
-    workers_[w].error = error;
     workers_[w].done = true;
     finished_.notify_all();
   }
 }
 
 void RankThreads::run(const std::function<void(int)>& f, const std::function<void()>& on_failure) {
-  // The first rank to fail makes the others return (they may be waiting for it); once per run.
-  auto failed = std::make_shared<std::atomic<bool>>(false);
-  auto fail_once = [failed, &on_failure] {
-    if (!failed->exchange(true) && on_failure) on_failure();
+  // The first rank to fail makes the others return (they may be waiting for it), once per run; its error is
+  // the one rethrown (its peers' are only "a peer failed").
+  std::mutex root_mu;
+  std::exception_ptr root;
+  auto fail = [&](std::exception_ptr e) {
+    {
+      std::lock_guard lock(root_mu);
+      if (root) return;
+      root = std::move(e);
+    }
+    if (on_failure) on_failure();
   };
   {
     std::lock_guard lock(mu_);
     for (std::size_t w = 0; w < workers_.size(); ++w) {
-      workers_[w].job = [&f, fail_once, r = static_cast<int>(w + 1)] {
+      workers_[w].job = [&f, &fail, r = static_cast<int>(w + 1)] {
         try {
           f(r);
         } catch (...) {
-          fail_once();
+          fail(std::current_exception());
           throw;
         }
       };
       workers_[w].done = false;
-      workers_[w].error = nullptr;
     }
   }
   wake_.notify_all();
-  std::exception_ptr first;
   try {
     f(0);
   } catch (...) {
-    first = std::current_exception();
-    fail_once();
+    fail(std::current_exception());
   }
   std::unique_lock lock(mu_);
   finished_.wait(lock, [&] {
@@ -73,9 +73,7 @@ void RankThreads::run(const std::function<void(int)>& f, const std::function<voi
       if (!w.done) return false;
     return true;
   });
-  for (const auto& w : workers_)
-    if (!first && w.error) first = w.error;
-  if (first) std::rethrow_exception(first);
+  if (root) std::rethrow_exception(root);
 }
 
 std::vector<float> Rendezvous::sum(std::size_t r, std::vector<float> part) {

@@ -19,7 +19,8 @@ class RankThreads {
   ~RankThreads();
   RankThreads(const RankThreads&) = delete;
   RankThreads& operator=(const RankThreads&) = delete;
-  // f(r) for r = 0 .. ranks - 1 at once; returns when all have returned, rethrowing the first exception.
+  // f(r) for r = 0 .. ranks - 1 at once; returns when all have returned, rethrowing the error of the first
+  // rank to fail.
   // `on_failure` runs (once, before waiting for the others) when a rank throws: it must make the others
   // return (NCCL: abort the communicators; a Rendezvous: abort()), or the call would wait for them forever.
   void run(const std::function<void(int)>& f, const std::function<void()>& on_failure);
@@ -29,7 +30,6 @@ class RankThreads {
     std::thread thread;
     std::function<void()> job;
     bool done = true;
-    std::exception_ptr error;
   };
   void loop(std::size_t w);
   std::mutex mu_;
