@@ -39,7 +39,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int tp) {
   if (tp == 1) return make_mlx_backend();
   std::vector<std::unique_ptr<Backend>> ranks;
   for (int r = 0; r < tp; ++r) ranks.push_back(make_mlx_backend());
-  return make_tensor_parallel_backend(std::move(ranks), std::make_unique<HostCollective>());
+  return make_tensor_parallel_backend(std::move(ranks), std::make_unique<HostCollective>(), /*shared_memory=*/true);
 #else
   throw std::runtime_error("this build has no MLX backend (configure with -DTENSORFOLD_MLX=ON)");
 #endif

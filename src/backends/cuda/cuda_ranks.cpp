@@ -18,7 +18,8 @@ std::unique_ptr<Backend> make_cuda_ranks(int ranks) {
   const char* one = std::getenv("TF_TP_ONE_DEVICE");
   if (one != nullptr && std::string(one) == "1") {
     for (int r = 0; r < ranks; ++r) backends.push_back(make_cuda_backend(0));
-    return make_tensor_parallel_backend(std::move(backends), std::make_unique<ThreadCollective>(ranks));
+    return make_tensor_parallel_backend(std::move(backends), std::make_unique<ThreadCollective>(ranks),
+                                        /*shared_memory=*/true);
   }
   if (visible < ranks)
     throw std::runtime_error("--tp " + std::to_string(ranks) + " needs " + std::to_string(ranks) +

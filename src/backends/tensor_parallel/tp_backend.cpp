@@ -71,8 +71,8 @@ std::vector<StreamRows> rank_runs(std::span<const StreamRows> runs, std::size_t 
 
 class TpBackend final : public Backend {
  public:
-  TpBackend(std::vector<std::unique_ptr<Backend>> ranks, std::unique_ptr<Collective> collective)
-      : collective_(std::move(collective)), ranks_(std::move(ranks)) {
+  TpBackend(std::vector<std::unique_ptr<Backend>> ranks, std::unique_ptr<Collective> collective, bool shared_memory)
+      : collective_(std::move(collective)), ranks_(std::move(ranks)), shared_memory_(shared_memory) {
     if (ranks_.size() < 2 || !collective_)
       throw std::logic_error("tensor parallel: two or more ranks and a collective");
     for (const auto& b : ranks_) raw_.push_back(b.get());
@@ -281,7 +281,10 @@ class TpBackend final : public Backend {
     drain();
     for (auto& b : ranks_) b->release_cached_memory();
   }
+  // Weights and streams are counted over every rank (their bytes are the sum of the ranks'), so the budget is
+  // the sum of the ranks' memories, or one memory where they share it.
   std::size_t memory_budget_bytes() const override {
+    if (shared_memory_) return ranks_.front()->memory_budget_bytes();
     std::size_t n = 0;
     for (const auto& b : ranks_) n += b->memory_budget_bytes();
     return n;
@@ -411,6 +414,7 @@ class TpBackend final : public Backend {
   std::unique_ptr<Collective> collective_;
   std::vector<std::unique_ptr<Backend>> ranks_;
   std::vector<Backend*> raw_;
+  bool shared_memory_ = false;
   int n_ = 0;
   bool apart_ = false;
   // Apart: each rank's ops recorded but not yet run, in order (run on its thread by to_host and the like).
@@ -442,8 +446,8 @@ std::vector<Backend*> tensor_parallel_ranks(Backend& tp) {
 }
 
 std::unique_ptr<Backend> make_tensor_parallel_backend(std::vector<std::unique_ptr<Backend>> ranks,
-                                                      std::unique_ptr<Collective> collective) {
-  return std::make_unique<TpBackend>(std::move(ranks), std::move(collective));
+                                                      std::unique_ptr<Collective> collective, bool shared_memory) {
+  return std::make_unique<TpBackend>(std::move(ranks), std::move(collective), shared_memory);
 }
 
 }  // namespace tf

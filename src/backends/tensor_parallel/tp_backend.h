@@ -14,8 +14,11 @@
 
 namespace tf {
 
+// `shared_memory`: the ranks compute in one memory (MLX ranks on the host, CUDA ranks on one device), so the
+// memory budget is one rank's, not the sum of theirs.
 std::unique_ptr<Backend> make_tensor_parallel_backend(std::vector<std::unique_ptr<Backend>> ranks,
-                                                      std::unique_ptr<Collective> collective);
+                                                      std::unique_ptr<Collective> collective,
+                                                      bool shared_memory = false);
 
 // The ranks of a backend make_tensor_parallel_backend made (std::invalid_argument for another backend), and
 // a weight of `rows` x `cols` in all from each rank's part made on it, divided as `kind` says: the CUDA
