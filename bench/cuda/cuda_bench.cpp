@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/nccl_collective.h"
 #include "bench/cuda/bench_common.h"
 #include "bench/cuda/random_llama.h"
 #include "bench/cuda/random_qwen3_5.h"
@@ -526,12 +527,19 @@ void bench_qwen27b_tp(double bw, bool quick, int tp) {
   const std::int64_t ctx = 256;
   const int steps = quick ? 16 : 64;
   double base = 0;
-  for (int ranks : {1, tp}) {
+  // 0: one rank through the tensor-parallel path (queued on a rank thread, a one-rank NCCL sum after every
+  // output projection): what the path itself costs, measurable on one GPU.
+  for (int ranks : {1, 0, tp}) {
     std::unique_ptr<tf::Backend> be;
-    if (ranks == 1)
+    if (ranks == 1) {
       be = tf::make_cuda_backend(0);
-    else
+    } else if (ranks == 0) {
+      std::vector<std::unique_ptr<tf::Backend>> one;
+      one.push_back(tf::make_cuda_backend(0));
+      be = tf::make_tensor_parallel_backend(std::move(one), tf::make_nccl_collective({0}));
+    } else {
       be = tf::make_cuda_ranks(ranks);
+    }
     const auto maker = ranks == 1 ? tf::bench::plain_maker(dynamic_cast<tf::CudaBackend&>(*be))
                                   : tf::bench::tensor_parallel_maker(*be);
     RandomQwen35 m(*be, tf::bench::qwen27b_shape(), 17, maker);
@@ -552,7 +560,7 @@ void bench_qwen27b_tp(double bw, bool quick, int tp) {
     std::vector<double> tps;
     for (int r = 0; r < 3; ++r) tps.push_back(steps / decode(steps));
     const double tok_s = median(tps);
-    const std::string t = tag + ".tp" + std::to_string(ranks);
+    const std::string t = tag + (ranks == 0 ? std::string(".tp1_nccl_path") : ".tp" + std::to_string(ranks));
     result(t + ".decode_tokens_per_s", tok_s, "tok/s");
     if (ranks == 1) {
       base = tok_s;

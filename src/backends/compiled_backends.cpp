@@ -1,5 +1,6 @@
 #include "backends/compiled_backends.h"
 
+#include <cstdlib>
 #include <stdexcept>
 
 #include "backends/tensor_parallel/tp_backend.h"
@@ -39,6 +40,11 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int tp) {
   if (tp == 1) return make_mlx_backend();
   std::vector<std::unique_ptr<Backend>> ranks;
   for (int r = 0; r < tp; ++r) ranks.push_back(make_mlx_backend());
+  // TF_TP_APART=1: the ranks apart, each on its own thread with its ops queued, summing through the host: the
+  // path CUDA ranks take, so that the CPU tests cover it too.
+  const char* apart = std::getenv("TF_TP_APART");
+  if (apart != nullptr && std::string(apart) == "1")
+    return make_tensor_parallel_backend(std::move(ranks), std::make_unique<ThreadCollective>(tp), true);
   return make_tensor_parallel_backend(std::move(ranks), std::make_unique<HostCollective>(), /*shared_memory=*/true);
 #else
   throw std::runtime_error("this build has no MLX backend (configure with -DTENSORFOLD_MLX=ON)");

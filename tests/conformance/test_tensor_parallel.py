@@ -1,5 +1,7 @@
 """Tensor parallelism (--tp, backends/tensor_parallel/) on the MLX backend: two ranks in one process, each holding
-its part of every layer's heads and features, summing on the host.
+its part of every layer's heads and features, summing on the host; the ranks in turn on the caller's thread
+(what --tp does on MLX), and apart (TF_TP_APART=1: each rank on its own thread with its ops queued, the path
+CUDA ranks take).
 
 - The qwen3_5 goldens (transformers, float64) hold on two ranks as on one: logits, greedy tokens, and verify
   windows with rejected drafts equal to serial decoding bit for bit before and after each rollback (drafted ==
@@ -80,19 +82,29 @@ def write_tiny_llama(d: Path, seed: int = 7) -> Path:
     return d
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_qwen3_5_goldens_hold_on_two_ranks(variant, build_dir, tmp_path, capsys, monkeypatch):
+MODES = ["in turn", "apart"]
+
+
+def use_mode(monkeypatch, mode):
     monkeypatch.setenv("TF_TP", "2")
+    monkeypatch.setenv("TF_TP_APART", "1" if mode == "apart" else "0")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_qwen3_5_goldens_hold_on_two_ranks(variant, mode, build_dir, tmp_path, capsys, monkeypatch):
+    use_mode(monkeypatch, mode)
     summary = check_variant(build_dir / "tf_greedy_tool", variant, LOGIT_TOL, tmp_path)
     with capsys.disabled():
-        print(f"\ntp 2: {summary}")
+        print(f"\ntp 2, {mode}: {summary}")
 
 
-def test_qwen3_5_mtp_head_on_two_ranks(build_dir, tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("TF_TP", "2")
+@pytest.mark.parametrize("mode", MODES)
+def test_qwen3_5_mtp_head_on_two_ranks(mode, build_dir, tmp_path, capsys, monkeypatch):
+    use_mode(monkeypatch, mode)
     summary = check_mtp(build_dir / "tf_mtp_tool", LOGIT_TOL, tmp_path)
     with capsys.disabled():
-        print(f"\ntp 2: {summary}")
+        print(f"\ntp 2, {mode}: {summary}")
 
 
 def compare_ranks(tool: Path, model: Path, work: Path, tol: float = LOGIT_TOL) -> str:
@@ -109,12 +121,14 @@ def compare_ranks(tool: Path, model: Path, work: Path, tol: float = LOGIT_TOL) -
     return f"{model.name}: two ranks vs one: logits max |diff| {worst:.2e}, greedy 3/3 cases equal (24 tokens)"
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("family", ["llama", "qwen3_5"])
-def test_two_ranks_match_one(family, build_dir, tmp_path, capsys):
+def test_two_ranks_match_one(family, mode, build_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TF_TP_APART", "1" if mode == "apart" else "0")
     model = write_tiny_llama(tmp_path / "llama") if family == "llama" else GOLDENS / "mlx-4bit"
     summary = compare_ranks(build_dir / "tf_greedy_tool", model, tmp_path)
     with capsys.disabled():
-        print(f"\n{family}: {summary}")
+        print(f"\n{family}, {mode}: {summary}")
 
 
 def test_heads_that_do_not_divide_are_refused(build_dir, default_model_path, tmp_path):

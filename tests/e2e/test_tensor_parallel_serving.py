@@ -20,10 +20,20 @@ SAMPLING = [{"temperature": 0.0}, {"temperature": 0.7, "top_p": 0.9}]
 MAX_TOKENS = 24
 
 
-@pytest.fixture(scope="module")
-def two_ranks(tensorfold_bin, tmp_path_factory):
-    server = start_serve(tensorfold_bin, CHECKPOINT, ["--tp", "2", "--parallel", "4", "--max-drafts", "8"],
-                         tmp_path_factory.mktemp("tp2"))
+# On MLX the ranks run in turn, or apart (TF_TP_APART=1: each on its own thread, as CUDA ranks run); the CUDA
+# device run sets TF_TP_ONE_DEVICE=1 and both mean the same there.
+@pytest.fixture(scope="module", params=["in turn", "apart"])
+def two_ranks(request, tensorfold_bin, tmp_path_factory):
+    before = os.environ.get("TF_TP_APART")
+    os.environ["TF_TP_APART"] = "1" if request.param == "apart" else "0"
+    try:
+        server = start_serve(tensorfold_bin, CHECKPOINT, ["--tp", "2", "--parallel", "4", "--max-drafts", "8"],
+                             tmp_path_factory.mktemp("tp2"))
+    finally:
+        if before is None:
+            os.environ.pop("TF_TP_APART")
+        else:
+            os.environ["TF_TP_APART"] = before
     yield server
     server.stop()
 

@@ -73,8 +73,8 @@ class TpBackend final : public Backend {
  public:
   TpBackend(std::vector<std::unique_ptr<Backend>> ranks, std::unique_ptr<Collective> collective, bool shared_memory)
       : collective_(std::move(collective)), ranks_(std::move(ranks)), shared_memory_(shared_memory) {
-    if (ranks_.size() < 2 || !collective_)
-      throw std::logic_error("tensor parallel: two or more ranks and a collective");
+    // One rank is allowed: the benchmarks time the tensor-parallel path itself against the plain backend.
+    if (ranks_.empty() || !collective_) throw std::logic_error("tensor parallel: ranks and a collective");
     for (const auto& b : ranks_) raw_.push_back(b.get());
     n_ = static_cast<int>(ranks_.size());
     apart_ = collective_->apart();
