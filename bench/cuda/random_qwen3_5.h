@@ -196,6 +196,7 @@ class RandomQwen35 {
     return total;
   }
   const Qwen35Shape& shape() const { return s_; }
+  const DecoderWeights& weights() const { return w_; }
 
  private:
   Backend& b_;
