@@ -139,9 +139,10 @@ void Engine::open_prompt_cache(const EngineOptions& o, MemoryPlan& memory, const
   if (o.snapshot_dir != "none" && o.max_snapshot_gib > 0) {
     pc.snapshot_dir = o.snapshot_dir;
     if (pc.snapshot_dir.empty()) {
-      // One directory per checkpoint under the default root, so that two models served in turn do not
-      // refuse (and remove) each other's snapshots.
-      const auto name = fs::path(o.model_path).filename().string();
+      // One directory per checkpoint (and rank count: --tp) under the default root, so that two models, or
+      // one model on one and on two ranks, served in turn do not refuse (and remove) each other's snapshots.
+      auto name = fs::path(o.model_path).filename().string();
+      if (tp_ > 1) name += "-tp" + std::to_string(tp_);
       pc.snapshot_dir =
           (fs::path(default_snapshot_root()) /
            fmt::format("{}-{:08x}", name,
