@@ -90,7 +90,8 @@ class NcclCollective final : public Collective {
     warm_up(devices);
   }
   ~NcclCollective() override {
-    for (NcclComm c : comms_) (aborted_ ? api_.comm_abort : api_.comm_destroy)(c);
+    if (aborted_) return;  // each_rank's failure path aborted (and freed) them
+    for (NcclComm c : comms_) api_.comm_destroy(c);
   }
 
   std::string name() const override {
