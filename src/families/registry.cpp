@@ -18,16 +18,15 @@ struct Family {
   const char* architecture;  // GGUF general.architecture or config.json model_type
   const char* family;        // our folder under src/families/
   std::unique_ptr<Model> (*load)(const std::string& path, bool is_gguf, Backend& backend);
-  const char* works;         // what serves today (`tensorfold info`, `models`)
+  const char* works;  // what serves today (`tensorfold info`, `models`)
 };
 
 // The one list of served architectures: load_model() dispatches on it, and `pull`, `serve REPO`, `models` and
 // `info` ask it (servable.h) before any weight is read or downloaded. A new family is one line here.
 constexpr std::array<Family, 3> kFamilies{{
     {"llama", "llama", load_llama, "serves on MLX and CUDA"},
-    {"qwen3_5", "qwen3_5", load_qwen3_5, "serves on MLX, drafting from its MTP head where it has one (CUDA not yet)"},
-    {"qwen3_5_text", "qwen3_5", load_qwen3_5,
-     "serves on MLX, drafting from its MTP head where it has one (CUDA not yet)"},
+    {"qwen3_5", "qwen3_5", load_qwen3_5, "serves on MLX and CUDA, drafting from its MTP head where it has one"},
+    {"qwen3_5_text", "qwen3_5", load_qwen3_5, "serves on MLX and CUDA, drafting from its MTP head where it has one"},
 }};
 
 const Family* find_family(const std::string& architecture) {
