@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
@@ -111,6 +112,23 @@ __device__ __forceinline__ unsigned int code_at(const std::uint32_t* row, std::i
   unsigned int v = row[w] >> sh;
   if (sh + bits > 32) v |= row[w + 1] << (32 - sh);
   return v & ((1u << bits) - 1u);
+}
+
+// Raises Kernel's dynamic shared memory limit to `bytes`, once on each device: a function's attributes
+// belong to the device's context, so every device that launches it (tensor-parallel ranks on several GPUs,
+// docs/tensor-parallel.md) must raise it; a process-wide "once" left the second device's launches failing.
+template <auto Kernel>
+void raise_smem_limit(int bytes, const char* what) {
+  static std::atomic<std::uint64_t> raised{0};  // a bit a device
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device > 63)
+    throw std::runtime_error(std::string(what) + ": no current CUDA device");
+  const std::uint64_t bit = std::uint64_t{1} << device;
+  if ((raised.load(std::memory_order_acquire) & bit) != 0) return;
+  const cudaError_t e = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": cannot raise the shared memory limit: " + cudaGetErrorString(e));
+  raised.fetch_or(bit, std::memory_order_release);
 }
 
 // Knobs read once from the environment (A/B measurements).

@@ -217,12 +217,8 @@ void launch(const TiledArgs& ta, cudaStream_t s) {
   const std::size_t red = static_cast<std::size_t>(ta.warps) * kSlots * 32 * sizeof(float);
   const std::size_t xq = static_cast<std::size_t>(ta.warps) * sizeof(WarpX);
   const std::size_t smem = red > xq ? red : xq;
-  static const bool attr = [] {
-    const std::size_t most = std::max<std::size_t>(kMaxWarps * sizeof(WarpX), kMaxWarps * kSlots * 32 * sizeof(float));
-    return cudaFuncSetAttribute(decode_linear_imma_kernel<SE, RB, T, G64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                static_cast<int>(most)) == cudaSuccess;
-  }();
-  if (!attr) throw std::runtime_error("decode_linear_imma: cannot raise the shared memory limit");
+  const std::size_t most = std::max<std::size_t>(kMaxWarps * sizeof(WarpX), kMaxWarps * kSlots * 32 * sizeof(float));
+  raise_smem_limit<decode_linear_imma_kernel<SE, RB, T, G64>>(static_cast<int>(most), "decode_linear_imma");
   const auto blocks = static_cast<unsigned int>(ceil_div(ta.tiles, ta.a.swiglu_out != nullptr ? T / 2 : T));
   launch_pdl(decode_linear_imma_kernel<SE, RB, T, G64>, dim3(blocks), dim3(32 * ta.warps), smem, s, ta);
   check_launch("decode_linear_imma");

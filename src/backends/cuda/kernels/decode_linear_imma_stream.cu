@@ -420,10 +420,8 @@ void launch(const TiledArgs& ta, std::int64_t units, int G, cudaStream_t s) {
     // Four units of 3-8 rows spread over G = 4 warps each keep 64 KB of range sums: past the 48 KB that a
     // launch gets without asking (once per kernel, before any capture needs it).
     if (smem > 48 * 1024) {
-      static const int most = static_cast<int>(part_bytes(kMaxBlockWarps / kPrepUnits, kNV, true));
-      static const bool raised = cudaFuncSetAttribute(imma_stream_wide<SE, PACKED, G64, D, DX, R>,
-                                                      cudaFuncAttributeMaxDynamicSharedMemorySize, most) == cudaSuccess;
-      if (!raised) throw std::runtime_error("decode_linear_imma_stream: cannot raise the shared memory limit");
+      raise_smem_limit<imma_stream_wide<SE, PACKED, G64, D, DX, R>>(
+          static_cast<int>(part_bytes(kMaxBlockWarps / kPrepUnits, kNV, true)), "decode_linear_imma_stream");
     }
     launch_pdl(imma_stream_wide<SE, PACKED, G64, D, DX, R>, dim3(blocks), dim3(32 * wpb), smem, s, ta, units, G);
   }

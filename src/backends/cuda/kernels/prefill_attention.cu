@@ -199,12 +199,7 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(PrefillAttn
 template <int D>
 void launch(const PrefillAttnArgs& a, cudaStream_t s) {
   const std::size_t smem = Tiles<D>::smem_bytes;
-  static bool configured = false;
-  if (!configured) {
-    cudaFuncSetAttribute(prefill_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                         static_cast<int>(smem));
-    configured = true;
-  }
+  raise_smem_limit<prefill_attention_kernel<D>>(static_cast<int>(smem), "prefill_attention");
   const dim3 grid(static_cast<unsigned int>(ceil_div(a.n_rows, BQ)), static_cast<unsigned int>(a.heads));
   launch_pdl(prefill_attention_kernel<D>, grid, dim3(kThreads), smem, s, a);
   check_launch("prefill_attention");

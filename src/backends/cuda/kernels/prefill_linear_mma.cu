@@ -391,13 +391,7 @@ template <int BITS, int GROUP, ElemType SE, bool TILED>
 void launch_gemm(const ScratchParts& p, std::int64_t M, const WeightView& w, float* y, std::int64_t y_stride,
                  cudaStream_t s) {
   auto* kernel = prefill_mma_kernel<BITS, GROUP, SE, TILED>;
-  static const bool attr_set = [&] {
-    const cudaError_t e =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
-    if (e != cudaSuccess) throw std::runtime_error(std::string("prefill_linear_mma: ") + cudaGetErrorString(e));
-    return true;
-  }();
-  (void)attr_set;
+  raise_smem_limit<prefill_mma_kernel<BITS, GROUP, SE, TILED>>(static_cast<int>(kSmemBytes), "prefill_linear_mma");
   const dim3 grid(static_cast<unsigned int>(ceil_div(M, kBM)), static_cast<unsigned int>(ceil_div(w.rows, kBN)));
   launch_pdl(kernel, grid, dim3(kThreads), kSmemBytes, s, p.xh, p.xl, p.xsum, M, w, y, y_stride);
 }
