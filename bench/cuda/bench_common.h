@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -26,6 +27,14 @@ inline void result(const std::string& name, double value, const std::string& uni
   std::printf("RESULT %-44s %12.4f %s\n", name.c_str(), value, unit.c_str());
   std::fflush(stdout);
   g_results[name] = {{"value", value}, {"unit", unit}};
+}
+
+// n token ids below `vocab`, a fixed pattern per salt (prompts of the random models).
+inline std::vector<std::int32_t> ids(std::int64_t n, std::int64_t vocab, std::uint64_t salt) {
+  std::vector<std::int32_t> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i)
+    v[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7919 + salt * 104729 + 13) % vocab);
+  return v;
 }
 
 inline double median(std::vector<double> v) {
@@ -85,5 +94,8 @@ inline void cublas_bf16_linear(cublasHandle_t h, const cuda::WeightView& w, cons
 void bench_prefill_attention();
 // The prefill GEMM against cuBLAS bf16 on one 8B layer's linears at 512 and 2048 rows. gemm_bench.cpp.
 void bench_prefill_gemm(CudaBackend& be);
+// One-stream decode of the 27B-class qwen3_5 shape on one rank, on one rank through the tensor-parallel path,
+// and on `tp` ranks (issue 38). tp_bench.cpp.
+void bench_qwen27b_tp(double bw, bool quick, int tp);
 
 }  // namespace tf::bench
