@@ -7,6 +7,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "backends/tensor_parallel/tp_state.h"
 #include "checkpoint/weight_forms.h"
@@ -233,12 +234,7 @@ class TpBackend final : public Backend {
   // ---- results: every rank runs what is queued for it and evaluates its copy (together: a rank's sums wait
   // for the others'), and every copy must equal rank 0's bit for bit: the check that the ranks stay in step.
   std::vector<float> to_host(const Tensor& x) override {
-    whole(x, "to_host");
-    std::vector<std::vector<float>> out(ranks_.size());
-    collective_->each_rank(n_, [&](int r) {
-      run_queue(idx(r));
-      out[idx(r)] = ranks_[idx(r)]->to_host(rank_of(x, idx(r)));
-    });
+    auto out = on_every_rank(x, "to_host", [](Backend& b, const Tensor& t) { return b.to_host(t); });
     for (std::size_t r = 1; r < out.size(); ++r)
       if (out[r].size() != out[0].size() || std::memcmp(out[r].data(), out[0].data(), out[0].size() * 4) != 0)
         throw std::runtime_error("tensor parallel: rank " + std::to_string(r) + "'s values differ from rank 0's");
@@ -248,12 +244,7 @@ class TpBackend final : public Backend {
     return std::all_of(ranks_.begin(), ranks_.end(), [](const auto& b) { return b->has_argmax_rows(); });
   }
   std::vector<std::int32_t> argmax_rows(const Tensor& x) override {
-    whole(x, "argmax_rows");
-    std::vector<std::vector<std::int32_t>> out(ranks_.size());
-    collective_->each_rank(n_, [&](int r) {
-      run_queue(idx(r));
-      out[idx(r)] = ranks_[idx(r)]->argmax_rows(rank_of(x, idx(r)));
-    });
+    auto out = on_every_rank(x, "argmax_rows", [](Backend& b, const Tensor& t) { return b.argmax_rows(t); });
     for (std::size_t r = 1; r < out.size(); ++r)
       if (out[r] != out[0])
         throw std::runtime_error("tensor parallel: rank " + std::to_string(r) + "'s greedy ids differ from rank 0's");
@@ -263,13 +254,8 @@ class TpBackend final : public Backend {
     return std::all_of(ranks_.begin(), ranks_.end(), [](const auto& b) { return b->has_device_ids(); });
   }
   std::shared_ptr<DeviceIds> argmax_rows_async(const Tensor& x) override {
-    whole(x, "argmax_rows_async");
-    std::vector<std::shared_ptr<DeviceIds>> ids(ranks_.size());
-    collective_->each_rank(n_, [&](int r) {
-      run_queue(idx(r));
-      ids[idx(r)] = ranks_[idx(r)]->argmax_rows_async(rank_of(x, idx(r)));
-    });
-    return std::make_shared<RankIds>(std::move(ids));
+    return std::make_shared<RankIds>(
+        on_every_rank(x, "argmax_rows_async", [](Backend& b, const Tensor& t) { return b.argmax_rows_async(t); }));
   }
   Tensor embed(const DeviceWeight& table, const std::shared_ptr<DeviceIds>& ids) override {
     auto mine = std::dynamic_pointer_cast<RankIds>(ids);
@@ -316,6 +302,18 @@ class TpBackend final : public Backend {
         run(*ranks_[r], r);
     }
     return Tensor(std::move(out));
+  }
+  // f(rank, its copy of x) on every rank, after what is queued for it (together: a rank's sums wait for the
+  // others'); each rank's result, in rank order.
+  template <class F>
+  std::vector<std::invoke_result_t<F, Backend&, const Tensor&>> on_every_rank(const Tensor& x, const char* op, F f) {
+    whole(x, op);
+    std::vector<std::invoke_result_t<F, Backend&, const Tensor&>> out(ranks_.size());
+    collective_->each_rank(n_, [&](int r) {
+      run_queue(idx(r));
+      out[idx(r)] = f(*ranks_[idx(r)], rank_of(x, idx(r)));
+    });
+    return out;
   }
   // Runs rank r's queued ops (on the thread that runs rank r), each let go of as soon as it has run.
   void run_queue(std::size_t r) {
