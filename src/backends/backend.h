@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/state_image.h"
+#include "backends/token_choice.h"
 #include "checkpoint/host_weight.h"
 
 namespace tf {
@@ -231,6 +232,13 @@ class Backend {
   // argmax_rows queued without waiting: the ids stay on the device until get().
   virtual std::shared_ptr<DeviceIds> argmax_rows_async(const Tensor& /*x*/) {
     throw std::logic_error("argmax_rows_async: this backend has no device ids");
+  }
+  // Whether sample_rows_async works here (then sampled decoding moves ids, not logits, to the host too).
+  virtual bool has_sample_rows() const { return false; }
+  // Each row's token under its TokenChoice (token_choice.h), chosen where the logits live, queued without
+  // waiting: one launch for every row of a shared round or a verify window.
+  virtual std::shared_ptr<DeviceIds> sample_rows_async(const Tensor& /*x*/, std::span<const TokenChoice> /*rows*/) {
+    throw std::logic_error("sample_rows_async: this backend leaves sampling to the host");
   }
   // [ids.rows(), cols] rows of `table` for ids still on the device, read there: the same values as embed of
   // ids.get() (an id out of range reads row 0; argmax ids never are).

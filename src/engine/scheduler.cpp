@@ -362,8 +362,8 @@ void Scheduler::decode_round() {
   const auto run = [&](std::size_t first, std::size_t last) {  // work[first, last) in one call
     std::vector<ForwardPart> parts;
     for (std::size_t i = first; i < last; ++i)
-      parts.push_back({work[i].stream->state.get(), work[i].input.tokens, work[i].input.greedy_ids,
-                       work[i].input.ahead, work[i].input.hidden});
+      parts.push_back({work[i].stream->state.get(), work[i].input.tokens, work[i].input.ids, work[i].input.ahead,
+                       work[i].input.hidden, work[i].input.choice});
     try {
       auto out = model_.forward_parts(parts);
       for (std::size_t i = first; i < last; ++i) {

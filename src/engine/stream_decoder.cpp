@@ -10,7 +10,7 @@
 namespace tf {
 
 RoundOutput run_round(Model& model, SequenceState& state, const RoundInput& in) {
-  const ForwardPart part{&state, in.tokens, in.greedy_ids, in.ahead, in.hidden};
+  const ForwardPart part{&state, in.tokens, in.ids, in.ahead, in.hidden, in.choice};
   return std::move(model.forward_parts(std::span<const ForwardPart>(&part, 1)).front());
 }
 
@@ -26,11 +26,12 @@ StreamDecoder::StreamDecoder(Model& model, SequenceState& state, std::vector<flo
       history_(std::move(history)),
       prompt_length_(history_.size()),
       hidden_(drafts != nullptr && drafts->wants_hidden()),
-      // Greedy decoding on a backend that finds the argmax itself: rounds return token ids, not logits (the
-      // same tokens: the backend's argmax is greedy_token bit for bit). A constraint needs the logits, and so
-      // do hidden rows (they come with logits).
-      greedy_ids_(settings.sampling.temperature <= 0.0f && model.greedy_on_backend() && !settings.constraint &&
-                  !(settings.adjust && settings.adjust->active()) && settings.logprobs < 0 && !hidden_),
+      // On a backend that finds the argmax (greedy) or the keyed sample itself, rounds return token ids, not
+      // logits (the same tokens: the backend's choice is greedy_token / sample_token bit for bit). A
+      // constraint, penalties and logprobs need the logits, and so do hidden rows (they come with logits).
+      ids_((settings.sampling.temperature <= 0.0f ? model.greedy_on_backend() : model.samples_on_backend()) &&
+           !settings.constraint && !(settings.adjust && settings.adjust->active()) && settings.logprobs < 0 &&
+           !hidden_),
       window_(settings.full_windows ? settings.max_drafts : std::min(4, settings.max_drafts)) {
   if (s_.budget <= 0) end(FinishReason::Length);
 }
@@ -87,12 +88,13 @@ std::optional<RoundInput> StreamDecoder::next_input() {
   in.tokens.reserve(1 + proposal_.size());
   in.tokens.push_back(t);
   in.tokens.insert(in.tokens.end(), proposal_.begin(), proposal_.end());
-  in.greedy_ids = greedy_ids_;
+  in.ids = ids_;
+  in.choice = {s_.sampling.temperature, s_.sampling.top_k, s_.sampling.top_p, s_.sampling.min_p, s_.seed, 0};
   in.hidden = hidden_;  // every round, drafts or not: the source's state follows every committed position
-  // Without drafts every round is one greedy token, the one the round before found; it runs unless that
-  // token ends the stream (EOS, a stop string, cancellation: then the queued round is dropped unused) or the
-  // budget does (known now: no round is queued for it).
-  in.ahead = greedy_ids_ && proposal_.empty() && !(drafts_ != nullptr && window_ > 0) && c_.emitted + 1 < s_.budget;
+  // Without drafts every round is one token, the one the round before found; it runs unless that token ends
+  // the stream (EOS, a stop string, cancellation: then the queued round is dropped unused) or the budget does
+  // (known now: no round is queued for it).
+  in.ahead = ids_ && proposal_.empty() && !(drafts_ != nullptr && window_ > 0) && c_.emitted + 1 < s_.budget;
   round_start_ = p;
   proposed_ = proposal_.size();
   return in;
@@ -102,12 +104,12 @@ void StreamDecoder::accept(RoundOutput out) {
   if (done_) return;
   const std::int64_t p = round_start_;
   const std::size_t rows = proposed_ + 1;
-  if (greedy_ids_ ? out.ids.size() != rows : out.logits.size() != rows * vocab_)
+  if (ids_ ? out.ids.size() != rows : out.logits.size() != rows * vocab_)
     throw std::logic_error("StreamDecoder::accept: the forward returned the wrong number of rows");
   // The target model's token at position p + 1 + i. Rows are taken in order, each after the drafts before it
   // were emitted, so history_ then holds exactly the row's prefix (what a constraint masks by).
   const auto target_at = [&](std::size_t i) {
-    if (greedy_ids_) return out.ids[i];
+    if (ids_) return out.ids[i];
     if (!processes_rows()) {
       const std::span<const float> row(out.logits.data() + i * vocab_, vocab_);
       return sample_token(row, s_.sampling, s_.seed, p + 1 + static_cast<std::int64_t>(i));
@@ -128,7 +130,7 @@ void StreamDecoder::accept(RoundOutput out) {
   // Keep the sampled token and the accepted drafts; the next distribution is the row after them.
   state_.truncate(p + 1 + static_cast<std::int64_t>(accepted));
   if (hidden_) drafts_->observe(history_, p, out.hidden, static_cast<std::int64_t>(accepted) + 1);
-  if (greedy_ids_) {
+  if (ids_) {
     next_ = out.ids[accepted];
   } else {
     logits_.assign(out.logits.begin() + static_cast<std::ptrdiff_t>(accepted * vocab_),

@@ -19,11 +19,13 @@ namespace tf {
 class DraftSource;
 
 // The forward one round needs: `tokens` at positions state.length().., with every row's result. With
-// `greedy_ids` the result is each row's greedy token id (Model::forward_greedy), else logits.
+// `ids` the result is each row's token id chosen under `choice` on the backend (Model::forward_greedy or
+// forward_sampled), else logits.
 struct RoundInput {
   std::vector<std::int32_t> tokens;
-  bool greedy_ids = false;
-  bool ahead = false;  // ForwardPart::ahead: the next round will be the one greedy token this one finds
+  bool ids = false;
+  TokenChoice choice;  // with ids: the stream's sampling settings and seed (ForwardPart::choice)
+  bool ahead = false;  // ForwardPart::ahead: the next round will be the one token this one finds
   bool hidden = false;  // ForwardPart::hidden: the draft source reads the rows' hidden states
 };
 
@@ -73,7 +75,7 @@ class StreamDecoder {
   std::vector<std::int32_t> history_;
   std::size_t prompt_length_;
   bool hidden_;  // the draft source reads hidden rows (DraftSource::wants_hidden)
-  bool greedy_ids_;
+  bool ids_;  // tokens are chosen on the backend: rounds return ids, not logits
   int window_;                        // drafts per round
   std::optional<std::int32_t> next_;  // the token at state.length(), when the last round found it already
   std::int64_t round_start_ = 0;      // p: the position of the token the pending round starts with

@@ -71,20 +71,46 @@ std::vector<std::int32_t> DecoderModel::forward_greedy(SequenceState& state, std
   return backend_.argmax_rows(logits(state, tokens, rows));
 }
 
+std::vector<std::int32_t> DecoderModel::forward_sampled(SequenceState& state, std::span<const std::int32_t> tokens,
+                                                        std::int64_t rows, const TokenChoice& choice) {
+  return choose_rows(logits(state, tokens, rows), rows, choice);
+}
+
+std::vector<std::int32_t> DecoderModel::choose_rows(const Tensor& logits, std::int64_t rows, const TokenChoice& choice) {
+  if (choice.temperature <= 0.0f) return backend_.argmax_rows(logits);
+  std::vector<TokenChoice> each(static_cast<std::size_t>(rows), choice);
+  for (std::size_t i = 0; i < each.size(); ++i) each[i].position += static_cast<std::int64_t>(i);
+  return backend_.sample_rows_async(logits, each)->get();
+}
+
 std::vector<ForwardResult> DecoderModel::forward_parts(std::span<const ForwardPart> parts) {
+  const auto on_backend = [&](const ForwardPart& p) {
+    return p.choice.temperature <= 0.0f ? greedy_on_backend() : samples_on_backend();
+  };
   // Before anything asks a state for its stores (StreamState::kv() drops a queued step).
-  if (parts.size() == 1 && parts[0].greedy_ids && parts[0].tokens.size() == 1 && backend_.has_device_ids() &&
-      w_.recurrent_layers() == 0)
-    return {greedy_round(*parts[0].state, parts[0].tokens[0], parts[0].ahead)};
-  std::vector<DecoderPart> dp;
-  std::int64_t rows = 0;
-  bool any_ids = false, any_logits = false;
-  for (const auto& p : parts) {
-    dp.push_back(part_of(*p.state, p.tokens));
-    rows += static_cast<std::int64_t>(p.tokens.size());
-    (p.greedy_ids ? any_ids : any_logits) = true;
+  if (parts.size() == 1 && parts[0].ids && parts[0].tokens.size() == 1 && backend_.has_device_ids() &&
+      w_.recurrent_layers() == 0 && on_backend(parts[0])) {
+    TokenChoice c = parts[0].choice;
+    c.position = parts[0].state->length() + 1;
+    return {one_token_round(*parts[0].state, parts[0].tokens[0], parts[0].ahead, c)};
   }
-  if (parts.size() < 2 || rows > shared_round_rows() || (any_ids && !greedy_on_backend())) return Model::forward_parts(parts);
+  std::vector<DecoderPart> dp;
+  std::vector<TokenChoice> choices;  // one a row, where a part asks for sampled ids
+  std::int64_t rows = 0;
+  bool any_ids = false, any_logits = false, any_sampled = false, all_on_backend = true;
+  for (const auto& p : parts) {
+    const auto n = static_cast<std::int64_t>(p.tokens.size());
+    TokenChoice c = p.choice;
+    c.position = p.state->length() + 1;  // before part_of: its length before this forward
+    if (!p.ids) c = TokenChoice{};
+    for (std::int64_t i = 0; i < n; ++i, ++c.position) choices.push_back(c);
+    dp.push_back(part_of(*p.state, p.tokens));
+    rows += n;
+    (p.ids ? any_ids : any_logits) = true;
+    any_sampled = any_sampled || (p.ids && p.choice.temperature > 0.0f);
+    all_on_backend = all_on_backend && (!p.ids || on_backend(p));
+  }
+  if (parts.size() < 2 || rows > shared_round_rows() || !all_on_backend) return Model::forward_parts(parts);
   for (std::size_t i = 0; i < parts.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (parts[i].state == parts[j].state) throw std::invalid_argument("forward_parts: one stream twice in a round");
@@ -93,7 +119,10 @@ std::vector<ForwardResult> DecoderModel::forward_parts(std::span<const ForwardPa
   const Tensor all = decoder_logits(backend_, w_, dp, rows, any_hidden ? &hidden_rows : nullptr);
   std::vector<std::int32_t> ids;
   std::vector<float> logits, hidden;
-  if (any_ids) ids = backend_.argmax_rows(all);
+  if (any_sampled)
+    ids = backend_.sample_rows_async(all, choices)->get();  // greedy rows among them as greedy_token
+  else if (any_ids)
+    ids = backend_.argmax_rows(all);
   if (any_logits) logits = backend_.to_host(all);
   if (any_hidden) hidden = backend_.to_host(hidden_rows);
   const auto width = static_cast<std::size_t>(info_.hidden);
@@ -102,7 +131,7 @@ std::vector<ForwardResult> DecoderModel::forward_parts(std::span<const ForwardPa
   std::size_t row = 0;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const std::size_t n = parts[i].tokens.size();
-    if (parts[i].greedy_ids)
+    if (parts[i].ids)
       out[i].ids.assign(ids.begin() + static_cast<std::ptrdiff_t>(row), ids.begin() + static_cast<std::ptrdiff_t>(row + n));
     else
       out[i].logits.assign(logits.begin() + static_cast<std::ptrdiff_t>(row * vocab),
@@ -115,16 +144,17 @@ std::vector<ForwardResult> DecoderModel::forward_parts(std::span<const ForwardPa
   return out;
 }
 
-// One greedy token through GreedyAhead: a step queued by the last round is used when its token is this one,
-// and with `queue_next` the next step is queued before the token comes back.
-ForwardResult DecoderModel::greedy_round(SequenceState& state, std::int32_t token, bool queue_next) {
+// One token through GreedyAhead: a step queued by the last round is used when its token is this one, and
+// with `queue_next` the next step is queued before the token comes back.
+ForwardResult DecoderModel::one_token_round(SequenceState& state, std::int32_t token, bool queue_next,
+                                            const TokenChoice& choice) {
   auto& st = dynamic_cast<StreamState&>(state);
   const auto record = [&](std::span<const std::int32_t> tokens, const std::shared_ptr<DeviceIds>& fed) {
     const DecoderPart part{&st.raw_kv(), nullptr, tokens, fed};
     return decoder_logits(backend_, w_, std::span<const DecoderPart>(&part, 1), 1);
   };
   ForwardResult r;
-  r.ids.push_back(st.greedy_round(backend_, token, queue_next, record));
+  r.ids.push_back(st.greedy_round(backend_, token, queue_next, record, choice));
   return r;
 }
 

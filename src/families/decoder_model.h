@@ -2,7 +2,7 @@
 // The one Model every decoder family serves through (ARCHITECTURE §2): a family reads its config, builds a
 // layer plan over the shared blocks (DecoderWeights) and hands it here; this class owns what all of them
 // share: the per-stream state (StreamState: one store per state kind), forward passes of one stream or a
-// shared round of several, greedy ids found on the backend, and greedy steps queued ahead.
+// shared round of several, greedy and sampled ids found on the backend, and such steps queued ahead.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -35,11 +35,16 @@ class DecoderModel final : public Model {
   bool greedy_on_backend() const override { return backend_.has_argmax_rows(); }
   std::vector<std::int32_t> forward_greedy(SequenceState& state, std::span<const std::int32_t> tokens,
                                            std::int64_t rows) override;
+  bool samples_on_backend() const override { return backend_.has_sample_rows(); }
+  std::vector<std::int32_t> forward_sampled(SequenceState& state, std::span<const std::int32_t> tokens,
+                                            std::int64_t rows, const TokenChoice& choice) override;
   std::int64_t shared_round_rows() const override { return backend_.invariant_rows(); }
   std::vector<ForwardResult> forward_parts(std::span<const ForwardPart> parts) override;
 
  private:
-  ForwardResult greedy_round(SequenceState& state, std::int32_t token, bool queue_next);
+  ForwardResult one_token_round(SequenceState& state, std::int32_t token, bool queue_next, const TokenChoice& choice);
+  // Each row's token under choice (row i's at choice.position + i): argmax_rows when greedy.
+  std::vector<std::int32_t> choose_rows(const Tensor& logits, std::int64_t rows, const TokenChoice& choice);
   Tensor logits(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t logit_rows);
   DecoderPart part_of(SequenceState& state, std::span<const std::int32_t> tokens) const;
 

@@ -19,10 +19,15 @@ std::vector<ForwardResult> Model::forward_parts(std::span<const ForwardPart> par
     const auto& p = parts[i];
     const auto rows = static_cast<std::int64_t>(p.tokens.size());
     if (p.hidden) {
-      if (p.greedy_ids) throw std::invalid_argument("forward_parts: hidden rows come with logits, not greedy ids");
+      if (p.ids) throw std::invalid_argument("forward_parts: hidden rows come with logits, not token ids");
       out[i].logits = forward_hidden(*p.state, p.tokens, rows, out[i].hidden);
-    } else if (p.greedy_ids) {
+    } else if (p.ids && p.choice.temperature <= 0.0f) {
       out[i].ids = forward_greedy(*p.state, p.tokens, rows);
+    } else if (p.ids) {
+      TokenChoice c = p.choice;
+      c.position = p.state->length() + 1;  // the first row's token: after the last token this forward runs
+      c.position += rows > 0 ? static_cast<std::int64_t>(p.tokens.size()) - rows : 0;
+      out[i].ids = forward_sampled(*p.state, p.tokens, rows, c);
     } else {
       out[i].logits = forward(*p.state, p.tokens, rows);
     }

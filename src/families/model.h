@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backends/state_image.h"
+#include "backends/token_choice.h"
 
 namespace tf {
 
@@ -48,16 +49,21 @@ class SequenceState {
 struct ForwardPart {
   SequenceState* state = nullptr;
   std::span<const std::int32_t> tokens;
-  bool greedy_ids = false;  // each row's greedy token (as forward_greedy) instead of its logits
-  // With greedy_ids and one token: the stream's next round will be one greedy token too, the one this round
+  // Each row's chosen token instead of its logits: its greedy token (as forward_greedy) at temperature 0,
+  // else its keyed sample under `choice` (as forward_sampled).
+  bool ids = false;
+  // With ids and one token: the stream's next round will be one such token too, the one this round
   // finds. A family may queue that round now, fed the token on the device (families/greedy_ahead.h), when
   // it runs the part alone; its state never counts the queued round (length(), truncate(), other forwards
   // drop it first), so the results are those of plain rounds.
   bool ahead = false;
   // Also return each row's hidden state after the final norm (what the output projection reads): a draft
   // head (MTP) proposes from it. Only asked for when such a head drafts, so other rounds copy nothing more;
-  // with logits only (not greedy_ids).
+  // with logits only (not ids).
   bool hidden = false;
+  // With ids: how each row's token is chosen; its position is ignored, row i's token being the one at
+  // state.length() + 1 + i (the state's length before this forward).
+  TokenChoice choice;
 };
 
 // The result of a part's rows: [rows, vocab] logits, or with greedy ids [rows] token ids; with
@@ -115,6 +121,13 @@ class Model {
   // token (the engine's greedy_token of that logits row, bit for bit), found on the backend so that only
   // ids reach the host. Only where greedy_on_backend().
   virtual bool greedy_on_backend() const { return false; }
+  // The same for keyed sampling: forward's run, then each of the last `rows` positions' token as
+  // sample_token chooses it under `choice` (row i's at choice.position + i), found on the backend.
+  virtual bool samples_on_backend() const { return false; }
+  virtual std::vector<std::int32_t> forward_sampled(SequenceState& /*state*/, std::span<const std::int32_t> /*tokens*/,
+                                                    std::int64_t /*rows*/, const TokenChoice& /*choice*/) {
+    throw std::logic_error("forward_sampled: this model samples on the host");
+  }
   virtual std::vector<std::int32_t> forward_greedy(SequenceState& /*state*/, std::span<const std::int32_t> /*tokens*/,
                                                    std::int64_t /*rows*/) {
     throw std::logic_error("forward_greedy: this model samples on the host");

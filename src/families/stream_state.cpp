@@ -38,9 +38,10 @@ KvCache* StreamState::kv() {
 
 RecurrentState* StreamState::recurrent() { return recurrent_.get(); }
 
-std::int32_t StreamState::greedy_round(Backend& b, std::int32_t token, bool queue_next, const GreedyAhead::Record& record) {
+std::int32_t StreamState::greedy_round(Backend& b, std::int32_t token, bool queue_next, const GreedyAhead::Record& record,
+                                      const TokenChoice& choice) {
   if (!kv_ || recurrent_) throw std::logic_error("greedy_round: only attention-only models queue steps ahead");
-  return ahead_.next(b, *kv_, token, queue_next, record);
+  return ahead_.next(b, *kv_, token, queue_next, record, choice);
 }
 
 namespace {

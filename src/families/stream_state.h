@@ -36,7 +36,9 @@ class StreamState final : public SequenceState {
   KvCache* kv();
   RecurrentState* recurrent();
   // One greedy round through GreedyAhead (attention-only models on backends with device ids).
-  std::int32_t greedy_round(Backend& b, std::int32_t token, bool queue_next, const GreedyAhead::Record& record);
+  // One token's round through GreedyAhead; `choice` says how its token is chosen (its position included).
+  std::int32_t greedy_round(Backend& b, std::int32_t token, bool queue_next, const GreedyAhead::Record& record,
+                            const TokenChoice& choice);
   KvCache& raw_kv() { return *kv_; }  // for GreedyAhead's records, which run at the cache's own length
 
  private:

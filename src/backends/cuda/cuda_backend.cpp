@@ -413,6 +413,26 @@ class CudaBackendImpl final : public CudaBackend {
     return ids;
   }
 
+  bool has_sample_rows() const override { return true; }
+  // As argmax_rows_async, each row chosen by the sampler kernel under its TokenChoice (sample.cu: one launch
+  // for every row, greedy rows included, nothing allocated).
+  std::shared_ptr<DeviceIds> sample_rows_async(const Tensor& x, std::span<const TokenChoice> rows) override {
+    use_device();
+    auto a = act(x);
+    if (static_cast<std::int64_t>(rows.size()) != a->rows) throw std::invalid_argument("sample_rows_async: one choice per row");
+    queue_tape_of(a);
+    std::vector<cuda::SampleArgs> args;
+    args.reserve(rows.size());
+    for (const auto& c : rows) args.push_back({c.temperature, c.top_k, c.top_p, c.min_p, c.seed, c.position});
+    auto ids = std::make_shared<CudaDeviceIds>(id_slots_, id_slots_->take(a->rows), a->rows);
+    cuda::sample_rows(a->ptr, a->rows, a->cols, args.data(), ids->device(), stream_);
+    TF_CK(cudaMemcpyAsync(ids->host(), ids->device(), static_cast<std::size_t>(a->rows) * sizeof(std::int32_t),
+                          cudaMemcpyDeviceToHost, stream_));
+    TF_CK(cudaEventRecord(ids->copied(), stream_));
+    runner_->end_step();
+    return ids;
+  }
+
   Tensor all_reduce_sum(const Tensor& x, std::shared_ptr<const StreamReduce> reduce) override {
     Op op(Kind::AllReduce);
     op.a = act(x);

@@ -351,6 +351,10 @@ TEST(CudaKernels, GumbelNoiseBitExact) {
     }
 }
 
+// sample_rows against the host's sample_token: every setting of a launch in one call (one row each, greedy
+// rows among them), on rows shaped like a model's (a normal body, peaks with ties at the top, a NaN, -inf,
+// zeros of both signs) and on degenerate ones (every value equal; every value a zero), vocabularies from a
+// small one to the 8B shape's. Every draw must be the host's, bit for bit (sampling_math.h is shared).
 TEST(CudaKernels, SamplingMatchesTheCpuSampler) {
   TF_NEED_GPU();
   struct P {
@@ -358,19 +362,27 @@ TEST(CudaKernels, SamplingMatchesTheCpuSampler) {
     int k;
     float p, minp;
   };
-  const std::vector<P> params = {{0.0f, 0, 1.0f, 0.0f},  {1.0f, 0, 1.0f, 0.0f},   {0.7f, 40, 1.0f, 0.0f},
-                                 {0.8f, 0, 0.9f, 0.0f},  {1.0f, 0, 1.0f, 0.05f},  {0.6f, 20, 0.95f, 0.02f},
-                                 {1.3f, 100, 0.5f, 0.0f}, {0.9f, 0, 0.8f, 0.1f}, {2.0f, 1, 1.0f, 0.0f}};
+  const std::vector<P> params = {{0.0f, 0, 1.0f, 0.0f},   {1.0f, 0, 1.0f, 0.0f},   {0.7f, 40, 1.0f, 0.0f},
+                                 {0.8f, 0, 0.95f, 0.0f},  {1.0f, 0, 1.0f, 0.05f},  {0.6f, 20, 0.95f, 0.02f},
+                                 {1.3f, 100, 0.5f, 0.0f}, {0.9f, 0, 0.8f, 0.1f},   {2.0f, 1, 1.0f, 0.0f},
+                                 {0.3f, 0, 0.999f, 0.0f}, {1.0f, 0, 0.95f, 1e-14f}, {0.8f, 5000, 0.95f, 0.0f}};
   int mismatches = 0, total = 0;
-  for (std::int64_t vocab : {49152, 128256}) {
-    for (int trial = 0; trial < 6; ++trial) {
-      // Peaked logits (a few large values) with ties and a NaN, like a real model's row.
-      auto logits = random_floats(static_cast<std::size_t>(vocab), -8.0f, 8.0f);
-      for (int i = 0; i < 20; ++i) logits[rng()() % logits.size()] = 14.0f + static_cast<float>(i % 5);
-      logits[rng()() % logits.size()] = std::numeric_limits<float>::quiet_NaN();
-      DevBuf<float> dl(logits);
+  std::normal_distribution<float> body(0.0f, 3.0f);
+  for (std::int64_t vocab : {1000, 49152, 128256}) {
+    for (int trial = 0; trial < 8; ++trial) {
+      std::vector<float> row(static_cast<std::size_t>(vocab));
+      for (auto& x : row) x = body(rng());
+      for (int i = 0; i < 20; ++i) row[rng()() % row.size()] = 14.0f + static_cast<float>(i % 5);
+      row[rng()() % row.size()] = std::numeric_limits<float>::quiet_NaN();
+      row[rng()() % row.size()] = -std::numeric_limits<float>::infinity();
+      row[rng()() % row.size()] = -0.0f;
+      if (trial == 6) std::fill(row.begin(), row.end(), 1.5f);
+      if (trial == 7)
+        for (auto& x : row) x = rng()() % 2 ? 0.0f : -0.0f;
+      std::vector<float> logits;
       std::vector<SampleArgs> args;
       for (const auto& p : params) {
+        logits.insert(logits.end(), row.begin(), row.end());
         SampleArgs a;
         a.temperature = p.t;
         a.top_k = p.k;
@@ -380,20 +392,22 @@ TEST(CudaKernels, SamplingMatchesTheCpuSampler) {
         a.position = static_cast<std::int64_t>(rng()() % 100000);
         args.push_back(a);
       }
-      for (const auto& a : args) {
-        std::int32_t got = -1;
-        sample_tokens(dl.p, 1, vocab, &a, &got, nullptr);
+      DevBuf<float> dl(logits);
+      std::vector<std::int32_t> got(args.size(), -1);
+      sample_tokens(dl.p, static_cast<std::int64_t>(args.size()), vocab, args.data(), got.data(), nullptr);
+      for (std::size_t r = 0; r < args.size(); ++r) {
+        const auto& a = args[r];
         tf::SamplingParams sp;
         sp.temperature = a.temperature;
         sp.top_k = a.top_k;
         sp.top_p = a.top_p;
         sp.min_p = a.min_p;
-        const std::int32_t want = tf::sample_token(logits, sp, a.seed, a.position);
+        const std::int32_t want = tf::sample_token(row, sp, a.seed, a.position);
         ++total;
-        if (got != want) {
+        if (got[r] != want) {
           ++mismatches;
-          ADD_FAILURE() << "vocab " << vocab << " T " << a.temperature << " k " << a.top_k << " p " << a.top_p << " minp "
-                        << a.min_p << ": gpu " << got << " cpu " << want;
+          ADD_FAILURE() << "vocab " << vocab << " trial " << trial << " T " << a.temperature << " k " << a.top_k
+                        << " p " << a.top_p << " minp " << a.min_p << ": gpu " << got[r] << " cpu " << want;
         }
       }
     }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 
 #include "engine/drafting/context_copy.h"
@@ -57,6 +58,19 @@ class FakeModel final : public Model {
     ++greedy_calls;
     return out;
   }
+  // A backend that samples itself: the host's sample_token of each row at its position, as the CUDA one is.
+  bool samples_on_backend() const override { return sampled_ids; }
+  std::vector<std::int32_t> forward_sampled(SequenceState& state, std::span<const std::int32_t> tokens,
+                                            std::int64_t rows, const TokenChoice& c) override {
+    const auto logits = forward(state, tokens, rows);
+    std::vector<std::int32_t> out;
+    const SamplingParams sp{c.temperature, c.top_k, c.top_p, c.min_p};
+    for (std::int64_t r = 0; r < rows; ++r)
+      out.push_back(sample_token(std::span<const float>(logits).subspan(static_cast<std::size_t>(r * kVocab), kVocab),
+                                 sp, c.seed, c.position + r));
+    ++sampled_calls;
+    return out;
+  }
   std::vector<ForwardResult> forward_parts(std::span<const ForwardPart> parts) override {
     for (const auto& p : parts) ahead_flags.push_back(p.ahead);
     return Model::forward_parts(parts);
@@ -64,6 +78,8 @@ class FakeModel final : public Model {
   int forwards = 0;
   bool greedy_ids = false;
   int greedy_calls = 0;
+  bool sampled_ids = false;
+  int sampled_calls = 0;
   std::vector<bool> ahead_flags;  // each round's ForwardPart::ahead
 
  private:
@@ -103,9 +119,10 @@ struct Outcome {
 Outcome run_decode(const SamplingParams& sp, int max_drafts, DraftSource* drafter, std::int64_t budget,
         std::vector<std::int32_t> eos = {}, bool full_windows = false, bool greedy_ids = false,
         int* greedy_calls = nullptr, std::vector<bool>* ahead_flags = nullptr,
-        const TokenConstraint* constraint = nullptr) {
+        const TokenConstraint* constraint = nullptr, bool sampled_ids = false, int* sampled_calls = nullptr) {
   FakeModel model;
   model.greedy_ids = greedy_ids;
+  model.sampled_ids = sampled_ids;
   auto state = model.new_state();
   std::vector<std::int32_t> prompt = {3, 1, 4, 1, 5, 9, 2, 6};
   auto logits = model.forward(*state, prompt, 1);
@@ -125,6 +142,7 @@ Outcome run_decode(const SamplingParams& sp, int max_drafts, DraftSource* drafte
   }, [] { return false; }, r.counters);
   r.final_length = state->length();
   if (greedy_calls != nullptr) *greedy_calls = model.greedy_calls;
+  if (sampled_calls != nullptr) *sampled_calls = model.sampled_calls;
   if (ahead_flags != nullptr) *ahead_flags = model.ahead_flags;
   return r;
 }
@@ -171,6 +189,32 @@ TEST(DecodeLoop, GreedyIdsFromTheBackendEqualHostSampling) {
   warm.temperature = 0.7f;
   run_decode(warm, 0, nullptr, 10, {}, false, true, &calls);
   EXPECT_EQ(calls, 0);
+}
+
+// Sampled rounds that bring back ids (a backend's keyed sample, each row at its own position) give the
+// tokens of rounds that bring back logits, serial and drafted with planted errors, at the settings clients
+// send; without drafts their rounds are queued ahead like greedy ones.
+TEST(DecodeLoop, SampledIdsFromTheBackendEqualHostSampling) {
+  for (const auto& [t, k, p] : std::vector<std::tuple<float, int, float>>{{0.8f, 0, 0.95f}, {0.7f, 40, 1.0f}, {1.0f, 0, 1.0f}}) {
+    SamplingParams sp;
+    sp.temperature = t;
+    sp.top_k = k;
+    sp.top_p = p;
+    const Outcome host = run_decode(sp, 0, nullptr, 50);
+    int calls = 0;
+    std::vector<bool> flags;
+    const Outcome ids = run_decode(sp, 0, nullptr, 50, {}, false, false, nullptr, &flags, nullptr, true, &calls);
+    EXPECT_EQ(ids.tokens, host.tokens) << "T " << t;
+    EXPECT_EQ(ids.final_length, host.final_length);
+    EXPECT_GT(calls, 40);
+    EXPECT_EQ(std::count(flags.begin(), flags.end(), true), 48) << "sampled rounds queued ahead";
+    for (int error_every : {0, 1, 3}) {
+      OracleDrafter d(host.tokens, 8, error_every);
+      const Outcome drafted = run_decode(sp, 6, &d, 50, {}, true, false, nullptr, nullptr, nullptr, true, &calls);
+      EXPECT_EQ(drafted.tokens, host.tokens) << "T " << t << " errors every " << error_every;
+      EXPECT_GT(calls, 0);
+    }
+  }
 }
 
 TEST(DecodeLoop, DraftedEqualsSerialWithPlantedErrorsAtEveryTemperature) {

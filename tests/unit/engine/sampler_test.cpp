@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <random>
@@ -10,6 +11,8 @@
 #include <tuple>
 #include "engine/keyed_noise.h"
 #include "engine/logit_adjust.h"
+#include "engine/sampler_weights.h"
+#include "engine/sampling_math.h"
 
 namespace tf {
 namespace {
@@ -31,6 +34,38 @@ TEST(KeyedNoise, PortableLogMatchesLibmClosely) {
   }
   EXPECT_NEAR(portable_log(1.0), 0.0, 1e-300);
   EXPECT_NEAR(portable_log(std::exp(1.0)), 1.0, 1e-15);
+}
+
+TEST(KeyedNoise, PortableExpMatchesLibmClosely) {
+  std::mt19937_64 rng(2);
+  std::uniform_real_distribution<double> d(-707.0, 0.0);
+  for (int i = 0; i < 200000; ++i) {
+    const double x = i % 2 ? d(rng) : d(rng) / 20.0;
+    ASSERT_NEAR(portable_exp(x), std::exp(x), 4e-16 * std::exp(x)) << x;
+  }
+  EXPECT_EQ(portable_exp(0.0), 1.0);
+  EXPECT_EQ(portable_exp(-0.0), 1.0);
+  EXPECT_EQ(portable_exp(-800.0), 0.0);
+  EXPECT_EQ(portable_exp(-std::numeric_limits<double>::infinity()), 0.0);
+  EXPECT_EQ(portable_exp(std::numeric_limits<double>::quiet_NaN()), 0.0);
+  // Massless beyond the gap, as sampling_math.h relies on.
+  EXPECT_EQ(sampling::mass_of_weight(portable_exp(-sampling::kMasslessGap)), 0u);
+}
+
+// The vector path of the row weights gives the scalar definition's bits.
+TEST(KeyedNoise, RowWeightsVectorPathEqualsScalar) {
+  auto v = random_logits(10007, 5, 8.0f);
+  v[3] = std::numeric_limits<float>::quiet_NaN();
+  v[4] = -std::numeric_limits<float>::infinity();
+  v[5] = -0.0f;
+  v[6] = 0.0f;
+  const float mx = 30.0f;
+  v[7] = mx;
+  std::vector<double> a(v.size()), b(v.size());
+  row_weights(v.data(), v.size(), mx, a.data());
+  row_weights_scalar(v.data(), v.size(), mx, b.data());
+  for (std::size_t i = 0; i < v.size(); ++i) ASSERT_EQ(std::memcmp(&a[i], &b[i], sizeof(double)), 0) << i << " " << v[i];
+  EXPECT_EQ(a[7], 1.0);
 }
 
 TEST(KeyedNoise, UnitIsStrictlyInsideZeroOne) {
@@ -125,6 +160,92 @@ TEST(Sampler, FiltersApplyInOrder) {
   p.min_p = 0.0f;
   p.top_k = 2;
   for (int pos = 0; pos < 500; ++pos) EXPECT_LT(sample_token(l, p, 5, pos), 2);
+}
+
+// The definition of sampling_math.h written out plainly: sort every candidate, cut, Gumbel-max over all kept.
+std::pair<std::vector<std::pair<std::int32_t, float>>, std::int32_t> reference_sample(const std::vector<float>& l,
+                                                                                      const SamplingParams& p,
+                                                                                      std::uint64_t seed,
+                                                                                      std::int64_t pos) {
+  std::vector<std::pair<std::int32_t, float>> c;
+  for (std::size_t i = 0; i < l.size(); ++i) {
+    const float v = l[i] / p.temperature;
+    if (!std::isnan(v)) c.emplace_back(static_cast<std::int32_t>(i), v);
+  }
+  if (c.empty()) return {c, 0};
+  std::sort(c.begin(), c.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  if (p.top_k > 0 && static_cast<std::size_t>(p.top_k) < c.size()) c.resize(static_cast<std::size_t>(p.top_k));
+  const float mx = c[0].second;
+  const auto first = c[0];
+  if (p.top_p < 1.0f) {
+    std::uint64_t total = 0, prefix = 0;
+    for (const auto& x : c) total += sampling::mass_of_weight(portable_exp(double(x.second) - double(mx)));
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      prefix += sampling::mass_of_weight(portable_exp(double(c[i].second) - double(mx)));
+      if (double(prefix) >= double(p.top_p) * double(total)) {
+        c.resize(i + 1);
+        break;
+      }
+    }
+  }
+  if (p.min_p > 0.0f) {
+    std::vector<std::pair<std::int32_t, float>> kept;
+    for (const auto& x : c)
+      if (portable_exp(double(x.second) - double(mx)) >= double(p.min_p)) kept.push_back(x);
+    if (kept.empty()) kept.push_back(first);
+    c = kept;
+  }
+  std::int32_t best = -1;
+  double best_score = 0;
+  for (const auto& [id, v] : c) {
+    const double s = double(v) + gumbel_noise(seed, pos, id);
+    if (best < 0 || s > best_score || (s == best_score && id < best)) best_score = s, best = id;
+  }
+  return {c, best};
+}
+
+// The fast sampler (bins instead of a sort, logs skipped where a score cannot win) against the plain
+// definition: the same kept set and the same token, over rows with ties, NaNs, infinities and signed zeros,
+// at the settings clients send.
+TEST(Sampler, FastPathEqualsThePlainDefinition) {
+  struct P {
+    float t;
+    int k;
+    float p, minp;
+  };
+  const std::vector<P> params = {{1.0f, 0, 1.0f, 0.0f},  {0.8f, 0, 0.95f, 0.0f}, {0.7f, 40, 1.0f, 0.0f},
+                                 {1.0f, 0, 1.0f, 0.05f}, {0.6f, 20, 0.9f, 0.02f}, {1.5f, 0, 0.5f, 0.0f},
+                                 {0.9f, 0, 0.8f, 0.1f},  {2.0f, 1, 1.0f, 0.0f},   {0.3f, 0, 0.999f, 0.0f},
+                                 {1.0f, 0, 0.95f, 1e-14f}};
+  std::mt19937 rng(11);
+  int draws = 0;
+  for (int trial = 0; trial < 44; ++trial) {
+    const std::size_t n = trial % 6 == 0 ? 49152 : 1 + rng() % 3000;
+    auto l = random_logits(n, static_cast<std::uint32_t>(100 + trial), trial % 2 ? 3.0f : 9.0f);
+    for (int i = 0; i < 12; ++i) l[rng() % n] = 12.0f + static_cast<float>(i % 3);  // ties at the top
+    if (trial % 4 == 1) l[rng() % n] = std::numeric_limits<float>::quiet_NaN();
+    if (trial % 5 == 2) l[rng() % n] = -std::numeric_limits<float>::infinity();
+    if (trial % 7 == 3)
+      for (auto& x : l) x = rng() % 2 ? 0.0f : -0.0f;  // every value a zero of either sign
+    if (trial % 11 == 4)
+      for (auto& x : l) x = static_cast<float>(static_cast<int>(rng() % 5));  // heavy ties everywhere
+    for (const auto& q : params) {
+      SamplingParams p;
+      p.temperature = q.t;
+      p.top_k = q.k;
+      p.top_p = q.p;
+      p.min_p = q.minp;
+      const std::uint64_t seed = rng();
+      const std::int64_t pos = rng() % 100000;
+      const auto [kept, want] = reference_sample(l, p, seed, pos);
+      ASSERT_EQ(filtered_candidates(l, p), kept) << "trial " << trial << " T " << q.t << " p " << q.p;
+      ASSERT_EQ(sample_token(l, p, seed, pos), want) << "trial " << trial << " T " << q.t << " p " << q.p;
+      ++draws;
+    }
+  }
+  std::printf("[ sampler ] %d draws equal to the plain definition\n", draws);
 }
 
 // The reference: log-softmax in long double over the candidates a sampler would keep.

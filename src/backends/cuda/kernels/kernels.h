@@ -342,7 +342,11 @@ struct SampleArgs {
   std::uint64_t seed = 0;
   std::int64_t position = 0;
 };
-// Samples one token per row of logits [rows, vocab] (device). Writes tokens to `out_host`. Synchronous.
+// Each row's token (sampler.h's sample_token under its args, bit for bit; temperature <= 0: greedy_token) into
+// out_dev[rows]; asynchronous, no allocation, one launch per 64 rows (sample.cu).
+void sample_rows(const float* logits, std::int64_t rows, std::int64_t vocab, const SampleArgs* args, std::int32_t* out_dev,
+                 cudaStream_t s);
+// The same into `out_host`, synchronously (tests).
 void sample_tokens(const float* logits, std::int64_t rows, std::int64_t vocab, const SampleArgs* args,
                    std::int32_t* out_host, cudaStream_t s);
 // Each row's greedy token (sampler.h's greedy_token, bit for bit) into out_dev[rows]; asynchronous

@@ -1,67 +1,63 @@
-// Keyed sampling on the device: the engine's sample_token (src/engine/sampler.cpp) step for step.
+// Keyed sampling on the device: the engine's sample_token (src/engine/sampler.cpp) bit for bit, every row of
+// a launch at once (a shared round's streams, a verify window's rows), one block a row, ids left on the
+// device. The arithmetic is engine/sampling_math.h itself (host and device compile the same functions, each
+// operation rounded alone), so the only question is which candidates are kept, and that is decided exactly:
 //
-// - Greedy (temperature <= 0): greedy_rows (greedy.cu): the first maximum, NaN never wins, and a NaN at id 0
-//   keeps 0 (the CPU scan).
-// - Otherwise v = logit / temperature (float division); NaN dropped; top-k and top-p order the candidates by
-//   (v descending, id ascending) (a stable radix sort of (v, ~id)); top-p and min-p weigh w = exp(v - max)
-//   in double and top-p sums them in that order on one thread, as the CPU does; then Gumbel-max over the
-//   survivors with noise -log(-log(u)), u from the counter hash of (seed, position, id), and the software log
-//   written with explicitly rounded double operations (__dadd_rn, __dmul_rn, __ddiv_rn): the same bits as
-//   keyed_noise.h. The max score wins, equal scores go to the lowest id (an exact, order-free reduction).
-// The one function that is not bit-portable is exp (CUDA's double exp vs the host libm's, both within an
-// ulp): it decides only where a cumulative probability or a weight lands within an ulp of top_p or min_p.
-#include <cub/device/device_radix_sort.cuh>
-
+// - Candidates are ordered by a 64-bit key (sampling::order_key: v, then the lower id), unique per row.
+// - top-k is the k-th largest key, found by a radix select over the keys (11-bit digits, histograms of counts
+//   in shared memory, stopping as soon as the bucket holding it holds it alone).
+// - top-p is the first key in descending order whose running mass reaches the cut. Masses are integers, so the
+//   mass above any key is the same sum in any order: the same radix select, with histograms of mass, finds it
+//   (the level-one histogram also gives the total).
+// - Gumbel-max over the kept candidates, seeded with the first candidate's score; a candidate that provably
+//   cannot reach the best (sampling::cannot_win, from its hash alone) skips its two logs.
+// A greedy row (temperature <= 0) is greedy_token: the first index of the largest value, NaN at 0 giving 0.
 #include <cfloat>
 #include <vector>
 
 #include "backends/cuda/kernels/common.cuh"
+#include "engine/sampling_math.h"
 
 namespace tf::cuda {
 namespace {
 
+namespace sm = tf::sampling;
+
 constexpr int kThreads = 1024;
+constexpr int kWarps = kThreads / 32;
+constexpr int kDigitBits = 11;
+constexpr int kBins = 1 << kDigitBits;
+constexpr int kRowsPerLaunch = 64;  // SampleArgs travel in the launch's parameters (64 x 32 bytes)
 
-__device__ __forceinline__ std::uint64_t mix64_dev(std::uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+struct Batch {
+  SampleArgs a[kRowsPerLaunch];
+};
+
+__device__ __forceinline__ std::uint64_t max_u64(std::uint64_t a, std::uint64_t b) { return a > b ? a : b; }
+
+// Block-wide reductions (every thread gets the result). The two __syncthreads make back-to-back calls safe.
+__device__ std::uint64_t block_max(std::uint64_t x) {
+  __shared__ std::uint64_t part[kWarps];
+  for (int o = 16; o > 0; o >>= 1) x = max_u64(x, __shfl_xor_sync(0xffffffffu, x, o));
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = x;
+  __syncthreads();
+  x = part[0];
+  for (int w = 1; w < kWarps; ++w) x = max_u64(x, part[w]);
+  __syncthreads();
+  return x;
+}
+__device__ std::uint64_t block_sum(std::uint64_t x) {
+  __shared__ std::uint64_t part[kWarps];
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = x;
+  __syncthreads();
+  x = 0;
+  for (int w = 0; w < kWarps; ++w) x += part[w];
+  __syncthreads();
+  return x;
 }
 
-__device__ __forceinline__ double portable_log_dev(double x) {
-  std::uint64_t bits = static_cast<std::uint64_t>(__double_as_longlong(x));
-  auto e = static_cast<std::int64_t>((bits >> 52) & 0x7ff) - 1023;
-  bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
-  double m = __longlong_as_double(static_cast<long long>(bits));
-  if (m > 1.4142135623730951) {
-    m = __dmul_rn(m, 0.5);
-    e += 1;
-  }
-  const double s = __ddiv_rn(__dsub_rn(m, 1.0), __dadd_rn(m, 1.0));
-  const double s2 = __dmul_rn(s, s);
-  double term = s, sum = 0.0;
-  for (int k = 1; k <= 29; k += 2) {
-    sum = __dadd_rn(sum, __ddiv_rn(term, static_cast<double>(k)));
-    term = __dmul_rn(term, s2);
-  }
-  return __dadd_rn(__dmul_rn(2.0, sum), __dmul_rn(static_cast<double>(e), 0.6931471805599453));
-}
-
-__device__ __forceinline__ double gumbel_dev(std::uint64_t seed, std::int64_t position, std::int32_t token) {
-  const std::uint64_t key =
-      mix64_dev(mix64_dev(mix64_dev(seed) ^ static_cast<std::uint64_t>(position)) ^ static_cast<std::uint32_t>(token));
-  const double u = __dmul_rn(__dadd_rn(static_cast<double>(key >> 12), 0.5), 1.0 / 4503599627370496.0);
-  return -portable_log_dev(-portable_log_dev(u));
-}
-
-__global__ void gumbel_kernel(std::uint64_t seed, std::int64_t position, const std::int32_t* tokens, std::int64_t n,
-                              double* out) {
-  const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-  if (i < n) out[i] = gumbel_dev(seed, position, tokens[i]);
-}
-
-// Best (score, id): larger score, equal scores to the lower id. id < 0 is "none".
+// Best (score, id): the larger score, equal scores to the lower id; id < 0 is none.
 struct Best {
   double score;
   std::int32_t id;
@@ -72,8 +68,8 @@ __device__ __forceinline__ bool better(const Best& a, const Best& b) {
   return a.score > b.score || (a.score == b.score && a.id < b.id);
 }
 __device__ Best block_best(Best b) {
-  __shared__ double ss[kThreads / 32];
-  __shared__ std::int32_t si[kThreads / 32];
+  __shared__ double ss[kWarps];
+  __shared__ std::int32_t si[kWarps];
   for (int o = 16; o > 0; o >>= 1) {
     Best other{__shfl_xor_sync(0xffffffffu, b.score, o), __shfl_xor_sync(0xffffffffu, b.id, o)};
     if (better(other, b)) b = other;
@@ -84,7 +80,7 @@ __device__ Best block_best(Best b) {
   }
   __syncthreads();
   Best r{ss[0], si[0]};
-  for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w) {
+  for (int w = 1; w < kWarps; ++w) {
     Best other{ss[w], si[w]};
     if (better(other, r)) r = other;
   }
@@ -92,137 +88,177 @@ __device__ Best block_best(Best b) {
   return r;
 }
 
-__device__ __forceinline__ std::uint32_t orderable(float v) {
-  const std::uint32_t u = __float_as_uint(v);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-__device__ __forceinline__ float from_orderable(std::uint32_t k) {
-  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+struct Hist {
+  unsigned count[kBins];
+  unsigned long long mass[kBins];
+  unsigned long long top[kBins];  // the largest key in the bin
+};
+
+// The bin that holds the key sought, scanning bins from the top: by count (the `want`-th largest) or by mass
+// (the first whose running mass, from `above`, reaches the cut). Warp 0 decides; every thread gets the bin and
+// what lies above it (count or mass).
+struct Pick {
+  int bin;
+  std::uint64_t above;
+};
+__device__ Pick pick_bin(const Hist& h, bool by_mass, std::uint64_t want, std::uint64_t above, std::uint64_t total,
+                         float top_p) {
+  __shared__ Pick result;
+  if (threadIdx.x < 32) {
+    constexpr int kPerLane = kBins / 32;
+    const int lane = static_cast<int>(threadIdx.x);
+    const int hi = kBins - 1 - lane * kPerLane;  // lane 0 holds the top bins
+    std::uint64_t mine = 0;
+    for (int b = hi; b > hi - kPerLane; --b) mine += by_mass ? h.mass[b] : h.count[b];
+    std::uint64_t incl = mine;  // running sum over lanes 0..lane (inclusive)
+    for (int o = 1; o < 32; o <<= 1) {
+      const std::uint64_t up = __shfl_up_sync(0xffffffffu, incl, o);
+      if (lane >= o) incl += up;
+    }
+    const auto reached = [&](std::uint64_t sum) {
+      return by_mass ? sm::top_p_reached(above + sum, total, top_p) : sum >= want;
+    };
+    const unsigned hit = __ballot_sync(0xffffffffu, reached(incl));
+    const int first = hit ? __ffs(hit) - 1 : 31;
+    if (lane == first) {
+      std::uint64_t run = incl - mine;
+      int bin = hi - kPerLane + 1;
+      for (int b = hi; b > hi - kPerLane; --b) {
+        const std::uint64_t add = by_mass ? h.mass[b] : h.count[b];
+        if (h.count[b] != 0 && reached(run + add)) {
+          bin = b;
+          break;
+        }
+        run += add;
+      }
+      result = {bin, by_mass ? above + run : run};
+    }
+  }
+  __syncthreads();
+  const Pick p = result;
+  __syncthreads();
+  return p;
 }
 
-// Sort keys: (orderable(v) << 32) | ~id, so a descending sort puts higher v first and, among equal v, lower
-// ids first. NaN gets key 0 (after every real value, -inf included).
-__global__ void keys_kernel(const float* row, std::int64_t vocab, float temperature, std::uint64_t* keys,
-                            unsigned int* valid) {
-  const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-  if (i >= vocab) return;
-  const float v = __fdiv_rn(row[i], temperature);
-  if (isnan(v)) {
-    keys[i] = 0;
-    return;
-  }
-  keys[i] = (static_cast<std::uint64_t>(orderable(v)) << 32) | (0xFFFFFFFFu - static_cast<std::uint32_t>(i));
-  atomicAdd(valid, 1u);
-}
-
-// The filters and the Gumbel-max over a candidate list. sorted: candidates are keys[0 .. count) in sorted
-// order; else all ids in id order (v recomputed from the logits), NaN skipped.
-__global__ void __launch_bounds__(kThreads) filter_sample_kernel(const float* row, std::int64_t vocab,
-                                                                 const std::uint64_t* keys, const unsigned int* valid,
-                                                                 bool sorted, SampleArgs p, double* w,
-                                                                 std::int32_t* out) {
-  __shared__ std::int64_t s_keep;
-  __shared__ float s_max;
-  __shared__ std::int32_t s_first;
-  const std::int64_t count = static_cast<std::int64_t>(*valid);
-  if (count == 0) {
-    if (threadIdx.x == 0) *out = 0;
-    return;
-  }
-  auto cand_v = [&](std::int64_t i, std::int32_t* id) -> float {
-    if (sorted) {
-      const std::uint64_t k = keys[i];
-      *id = static_cast<std::int32_t>(0xFFFFFFFFu - static_cast<std::uint32_t>(k & 0xFFFFFFFFu));
-      return from_orderable(static_cast<std::uint32_t>(k >> 32));
-    }
-    *id = static_cast<std::int32_t>(i);
-    return __fdiv_rn(row[i], p.temperature);
-  };
-  const std::int64_t n = sorted ? count : vocab;
-  std::int64_t keep = n;
-  if (sorted && p.top_k > 0 && p.top_k < count) keep = p.top_k;
-  const bool weigh = p.top_p < 1.0f || p.min_p > 0.0f;
-  if (weigh) {
-    // max v over the candidates: the first one when sorted, else a reduction (exact).
-    if (sorted) {
-      if (threadIdx.x == 0) {
-        std::int32_t id;
-        s_max = cand_v(0, &id);
+// The key of the `want`-th largest candidate (by count) or of top-p's last kept one (by mass) among the
+// candidates with key >= floor.
+__device__ std::uint64_t radix_select(Hist& h, const float* row, std::int64_t vocab, float temperature, float v_max,
+                                      std::uint64_t floor, bool by_mass, std::uint64_t want, float top_p,
+                                      std::uint64_t* total_out) {
+  std::uint64_t prefix = 0, above = 0, total = 0;
+  for (int hi = 64; hi > 0;) {
+    const int bits = hi < kDigitBits ? hi : kDigitBits;
+    const int shift = hi - bits;
+    const std::uint64_t high_mask = hi == 64 ? 0 : ~((std::uint64_t{1} << hi) - 1);
+    for (int b = static_cast<int>(threadIdx.x); b < kBins; b += kThreads) h.count[b] = 0, h.mass[b] = 0, h.top[b] = 0;
+    __syncthreads();
+    for (std::int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+      const float v = __fdiv_rn(row[i], temperature);
+      if (isnan(v)) continue;
+      const std::uint64_t key = sm::order_key(v, static_cast<std::int32_t>(i));
+      if (key < floor || (key & high_mask) != prefix) continue;
+      const int b = static_cast<int>((key >> shift) & ((std::uint64_t{1} << bits) - 1));
+      atomicAdd(&h.count[b], 1u);
+      atomicMax(&h.top[b], static_cast<unsigned long long>(key));
+      if (by_mass) {
+        const std::uint64_t m = sm::mass(v, v_max);
+        if (m) atomicAdd(&h.mass[b], static_cast<unsigned long long>(m));
       }
-      __syncthreads();
-    } else {
-      Best b{0.0, -1};
-      for (std::int64_t i = threadIdx.x; i < n; i += kThreads) {
-        std::int32_t id;
-        const float v = cand_v(i, &id);
-        if (isnan(v)) continue;
-        Best c{static_cast<double>(v), id};
-        if (better(c, b)) b = c;
-      }
-      b = block_best(b);
-      if (threadIdx.x == 0) s_max = static_cast<float>(b.score);
-      __syncthreads();
-    }
-    const double mx = static_cast<double>(s_max);
-    for (std::int64_t i = threadIdx.x; i < keep; i += kThreads) {
-      std::int32_t id;
-      const float v = cand_v(i, &id);
-      w[i] = isnan(v) ? 0.0 : exp(__dsub_rn(static_cast<double>(v), mx));
     }
     __syncthreads();
-    if (p.top_p < 1.0f) {  // only when sorted
-      if (threadIdx.x == 0) {
-        double total = 0.0;
-        for (std::int64_t i = 0; i < keep; ++i) total = __dadd_rn(total, w[i]);
-        double cum = 0.0;
-        std::int64_t k = keep;
-        for (std::int64_t i = 0; i < keep; ++i) {
-          cum = __dadd_rn(cum, __ddiv_rn(w[i], total));
-          if (cum >= static_cast<double>(p.top_p)) {
-            k = i + 1;
-            break;
-          }
-        }
-        s_keep = k;
-      }
-      __syncthreads();
-      keep = s_keep;
+    if (by_mass && hi == 64) {  // the first level sees every candidate: its bins sum to the total
+      std::uint64_t part = 0;
+      for (int b = static_cast<int>(threadIdx.x); b < kBins; b += kThreads) part += h.mass[b];
+      total = block_sum(part);
+      if (total_out) *total_out = total;
     }
-  }
-  // The first candidate (what min-p keeps when it keeps nothing): sorted: index 0; else the lowest non-NaN id.
-  if (threadIdx.x == 0) s_first = -1;
-  __syncthreads();
-  if (!sorted) {
-    Best f{0.0, -1};
-    for (std::int64_t i = threadIdx.x; i < n; i += kThreads) {
-      std::int32_t id;
-      if (isnan(cand_v(i, &id))) continue;
-      Best c{0.0, id};
-      if (better(c, f)) f = c;
+    const Pick p = pick_bin(h, by_mass, want, above, total, top_p);
+    const bool alone = h.count[p.bin] == 1;
+    const std::uint64_t top = h.top[p.bin];
+    __syncthreads();  // every thread has read the bins before they are cleared again
+    if (alone) return top;  // alone in its bin: that key
+    if (by_mass) {
+      above = p.above;
+    } else {
+      want -= p.above;
     }
-    f = block_best(f);
-    if (threadIdx.x == 0) s_first = f.id;
-  } else if (threadIdx.x == 0) {
-    std::int32_t id;
-    cand_v(0, &id);
-    s_first = id;
+    prefix |= static_cast<std::uint64_t>(p.bin) << shift;
+    hi = shift;
   }
-  __syncthreads();
-  const bool min_p = p.min_p > 0.0f;
-  Best b{0.0, -1};
-  bool any_kept = false;
-  for (std::int64_t i = threadIdx.x; i < keep; i += kThreads) {
-    std::int32_t id;
-    const float v = cand_v(i, &id);
+  return prefix;
+}
+
+__global__ void __launch_bounds__(kThreads) sample_rows_kernel(const float* logits, std::int64_t vocab, Batch batch,
+                                                               std::int32_t* out) {
+  __shared__ Hist hist;
+  const SampleArgs p = batch.a[blockIdx.x];
+  const float* row = logits + static_cast<std::int64_t>(blockIdx.x) * vocab;
+  std::int32_t* dst = out + blockIdx.x;
+
+  if (p.temperature <= 0.0f) {  // greedy_token
+    std::uint64_t k = 0;
+    for (std::int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+      const float v = row[i];
+      if (!isnan(v)) k = max_u64(k, sm::order_key(v, static_cast<std::int32_t>(i)));
+    }
+    k = block_max(k);
+    if (threadIdx.x == 0) *dst = (isnan(row[0]) || k == 0) ? 0 : sm::id_of_key(k);
+    return;
+  }
+
+  // The first candidate (the largest key; keys of real values are never 0) and the count.
+  std::uint64_t first = 0, count = 0;
+  for (std::int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+    const float v = __fdiv_rn(row[i], p.temperature);
     if (isnan(v)) continue;
-    if (min_p && !(w[i] >= static_cast<double>(p.min_p))) continue;
-    any_kept = true;
-    Best c{__dadd_rn(static_cast<double>(v), gumbel_dev(p.seed, p.position, id)), id};
+    ++count;
+    first = max_u64(first, sm::order_key(v, static_cast<std::int32_t>(i)));
+  }
+  first = block_max(first);
+  count = block_sum(count);
+  if (count == 0) {
+    if (threadIdx.x == 0) *dst = 0;
+    return;
+  }
+  const std::int32_t first_id = sm::id_of_key(first);
+  const float v_max = __fdiv_rn(row[first_id], p.temperature);
+
+  std::uint64_t floor = 0;  // candidates kept by top-k and top-p: key >= floor
+  if (p.top_k > 0 && static_cast<std::uint64_t>(p.top_k) < count)
+    floor = radix_select(hist, row, vocab, p.temperature, v_max, 0, false, static_cast<std::uint64_t>(p.top_k), 1.0f,
+                         nullptr);
+  if (p.top_p < 1.0f) {
+    std::uint64_t total = 0;
+    const std::uint64_t cut = radix_select(hist, row, vocab, p.temperature, v_max, floor, true, 0, p.top_p, &total);
+    floor = max_u64(floor, cut);
+  }
+  if (!(1.0 >= static_cast<double>(p.min_p))) {  // min-p keeps nothing (the first's weight is 1): the first
+    if (threadIdx.x == 0) *dst = first_id;
+    return;
+  }
+
+  const std::uint64_t rk = row_key(p.seed, p.position);
+  Best b{sm::score(v_max, rk, first_id), first_id};
+  const bool min_p = p.min_p > 0.0f;
+  for (std::int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+    const float v = __fdiv_rn(row[i], p.temperature);
+    if (isnan(v)) continue;
+    const auto id = static_cast<std::int32_t>(i);
+    if (sm::order_key(v, id) < floor) continue;
+    if (min_p && !(sm::weight(v, v_max) >= static_cast<double>(p.min_p))) continue;
+    const std::uint64_t key = mix64(rk ^ static_cast<std::uint32_t>(id));
+    if (sm::cannot_win(v, key, b.score)) continue;
+    const Best c{exact::add(static_cast<double>(v), gumbel_of_key(key)), id};
     if (better(c, b)) b = c;
   }
-  const int kept = __syncthreads_or(any_kept);
   b = block_best(b);
-  if (threadIdx.x == 0) *out = kept ? b.id : s_first;
+  if (threadIdx.x == 0) *dst = b.id;
+}
+
+__global__ void gumbel_kernel(std::uint64_t seed, std::int64_t position, const std::int32_t* tokens, std::int64_t n,
+                              double* out) {
+  const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = gumbel_noise(seed, position, tokens[i]);
 }
 
 }  // namespace
@@ -234,58 +270,31 @@ void gumbel_noise_device(std::uint64_t seed, std::int64_t position, const std::i
   check_launch("gumbel_noise");
 }
 
+void sample_rows(const float* logits, std::int64_t rows, std::int64_t vocab, const SampleArgs* args,
+                 std::int32_t* out_dev, cudaStream_t s) {
+  if (vocab > sm::kMaxVocab) throw std::invalid_argument("sample_rows: vocabulary over 2^21");
+  for (std::int64_t r0 = 0; r0 < rows; r0 += kRowsPerLaunch) {
+    const std::int64_t n = rows - r0 < kRowsPerLaunch ? rows - r0 : kRowsPerLaunch;
+    Batch b{};
+    for (std::int64_t i = 0; i < n; ++i) b.a[i] = args[r0 + i];
+    sample_rows_kernel<<<static_cast<unsigned>(n), kThreads, 0, s>>>(logits + r0 * vocab, vocab, b, out_dev + r0);
+    check_launch("sample_rows");
+  }
+}
+
 void sample_tokens(const float* logits, std::int64_t rows, std::int64_t vocab, const SampleArgs* args,
                    std::int32_t* out_host, cudaStream_t s) {
   if (rows <= 0) return;
   std::int32_t* d_out = nullptr;
-  std::uint64_t *keys = nullptr, *sorted = nullptr;
-  unsigned int* valid = nullptr;
-  double* w = nullptr;
-  void* temp = nullptr;
-  void* greedy_scratch = nullptr;
-  std::size_t temp_bytes = 0;
   auto check = [](cudaError_t e, const char* what) {
     if (e != cudaSuccess) throw std::runtime_error(std::string("sample_tokens: ") + what + ": " + cudaGetErrorString(e));
   };
   check(cudaMalloc(&d_out, static_cast<std::size_t>(rows) * sizeof(std::int32_t)), "alloc");
-  check(cudaMalloc(&keys, static_cast<std::size_t>(vocab) * 8), "alloc");
-  check(cudaMalloc(&sorted, static_cast<std::size_t>(vocab) * 8), "alloc");
-  check(cudaMalloc(&valid, sizeof(unsigned int)), "alloc");
-  check(cudaMalloc(&w, static_cast<std::size_t>(vocab) * sizeof(double)), "alloc");
-  cub::DeviceRadixSort::SortKeysDescending(nullptr, temp_bytes, keys, sorted, static_cast<int>(vocab), 0, 64, s);
-  check(cudaMalloc(&temp, temp_bytes), "alloc");
-  check(cudaMalloc(&greedy_scratch, greedy_rows_scratch_bytes(1)), "alloc");
-  check(cudaMemsetAsync(greedy_scratch, 0, greedy_rows_scratch_bytes(1), s), "memset");
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float* row = logits + r * vocab;
-    const SampleArgs& p = args[r];
-    if (p.temperature <= 0.0f) {
-      greedy_rows(row, 1, vocab, d_out + r, greedy_scratch, s);
-      continue;
-    }
-    check(cudaMemsetAsync(valid, 0, sizeof(unsigned int), s), "memset");
-    keys_kernel<<<static_cast<unsigned int>(ceil_div(vocab, 256)), 256, 0, s>>>(row, vocab, p.temperature, keys, valid);
-    check_launch("sample keys");
-    unsigned int count = 0;
-    check(cudaMemcpyAsync(&count, valid, sizeof(count), cudaMemcpyDeviceToHost, s), "copy");
-    check(cudaStreamSynchronize(s), "sync");
-    const bool need_sort = (p.top_k > 0 && static_cast<unsigned int>(p.top_k) < count) || p.top_p < 1.0f;
-    if (need_sort)
-      check(cub::DeviceRadixSort::SortKeysDescending(temp, temp_bytes, keys, sorted, static_cast<int>(vocab), 0, 64, s),
-            "sort");
-    filter_sample_kernel<<<1, kThreads, 0, s>>>(row, vocab, sorted, valid, need_sort, p, w, d_out + r);
-    check_launch("sample filter");
-  }
+  sample_rows(logits, rows, vocab, args, d_out, s);
   check(cudaMemcpyAsync(out_host, d_out, static_cast<std::size_t>(rows) * sizeof(std::int32_t), cudaMemcpyDeviceToHost, s),
         "copy out");
   check(cudaStreamSynchronize(s), "sync");
   cudaFree(d_out);
-  cudaFree(keys);
-  cudaFree(sorted);
-  cudaFree(valid);
-  cudaFree(w);
-  cudaFree(temp);
-  cudaFree(greedy_scratch);
 }
 
 }  // namespace tf::cuda
