@@ -68,10 +68,12 @@ void count_nemotron_layers(ModelSummary& s, const nlohmann::json& t) {
   };
   const auto count = [&](char c) { return static_cast<std::uint64_t>(std::count(plan.begin(), plan.end(), c)); };
   s.layers = plan.size();
+  if (s.head_dim == 0) s.head_dim = 128;  // transformers' default for nemotron_h, not hidden / heads
   s.attention_layers = count('*');
   s.recurrent_layers = count('M');
   const std::uint64_t heads = get("mamba_num_heads", 0), dim = get("mamba_head_dim", 0),
-                      state = get("ssm_state_size", 0), groups = get("n_groups", 1), kernel = get("conv_kernel", 4);
+                      state = get("ssm_state_size", 0), groups = get("n_groups", get("mamba_n_groups", 8)),
+                      kernel = get("conv_kernel", get("mamba_d_conv", 4));  // transformers' defaults and legacy names
   const std::uint64_t inner = heads * dim, channels = inner + 2 * groups * state;
   s.recurrent_bytes = s.recurrent_layers * 4 * (inner * state + (kernel - 1) * channels);
   if (const std::uint64_t moe = count('E'); moe > 0) {

@@ -87,3 +87,11 @@ def test_serve_refuses_a_missing_expert(tmp_path, tensorfold, serving_build):
     without_tensor(d, "backbone.layers.4.mixer.experts.5.down_proj.weight")
     assert_clean_failure(tensorfold("serve", d, "--port", "0"), d,
                          "missing tensor 'backbone.layers.4.mixer.experts.5.down_proj.weight'", command="serve")
+
+
+def test_serve_refuses_tensor_parallel_ranks(tmp_path, tensorfold, serving_build):
+    """Tensor-parallel ranks do not divide the Mamba-2 and expert ops yet: one line, exit 1, not a crash."""
+    d = GOLDENS / "bf16"
+    assert_clean_failure(tensorfold("serve", d, "--port", "0", "--tp", "2"), d,
+                         "needs Mamba-2 and mixture-of-experts layers, which this mlx backend does not run yet "
+                         "(they run on --backend mlx without --tp)", command="serve")

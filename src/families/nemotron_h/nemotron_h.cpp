@@ -129,7 +129,7 @@ NemotronHConfig read_config(const nlohmann::json& j, const std::string& path) {
   if (has(Block::Attention)) {
     c.heads = r.integer("num_attention_heads");
     c.kv_heads = r.integer("num_key_value_heads", c.heads);
-    c.head_dim = r.integer("head_dim", c.hidden / c.heads);
+    c.head_dim = r.integer("head_dim", 128);  // transformers' default, not hidden / heads
     if (c.heads % c.kv_heads != 0) r.fail("num_attention_heads must be a multiple of num_key_value_heads");
   }
   if (has(Block::Mlp) || has(Block::Moe)) {
@@ -142,12 +142,15 @@ NemotronHConfig read_config(const nlohmann::json& j, const std::string& path) {
     m.heads = static_cast<int>(r.integer("mamba_num_heads"));
     m.head_dim = static_cast<int>(r.integer("mamba_head_dim"));
     m.state_size = static_cast<int>(r.integer("ssm_state_size"));
-    m.groups = static_cast<int>(r.integer("n_groups", 1));
-    m.conv_kernel = static_cast<int>(r.integer("conv_kernel", 4));
+    // transformers' defaults, and the legacy names it still reads (mamba_n_groups, mamba_d_conv, mamba_dt_limit).
+    m.groups = static_cast<int>(r.integer("n_groups", r.integer("mamba_n_groups", 8)));
+    m.conv_kernel = static_cast<int>(r.integer("conv_kernel", r.integer("mamba_d_conv", 4)));
     if (m.heads % m.groups != 0) r.fail("mamba_num_heads must be a multiple of n_groups");
     if (const auto act = r.text("mamba_hidden_act", "silu"); act != "silu")
       r.fail("mamba_hidden_act '" + act + "' is not read yet (silu is)");
-    if (auto it = j.find("time_step_limit"); it != j.end() && !it->is_null()) {
+    auto it = j.find("time_step_limit");
+    if (it == j.end()) it = j.find("mamba_dt_limit");
+    if (it != j.end() && !it->is_null()) {
       if (!it->is_array() || it->size() != 2) r.fail("'time_step_limit' must be [min, max]");
       m.dt_min = limit_value((*it)[0], r);
       m.dt_max = limit_value((*it)[1], r);
@@ -195,8 +198,8 @@ Layout find_layout(const WeightReader& reader, const std::string& path) {
 std::unique_ptr<Model> load_nemotron_h(const std::string& path, bool is_gguf, Backend& backend) {
   if (is_gguf) throw CheckpointError(path, "nemotron_h GGUF files are not read yet: use a safetensors directory");
   if (!backend.has_state_space())
-    throw CheckpointError(path, "nemotron_h needs Mamba-2 and mixture-of-experts layers, which the " + backend.name() +
-                                    " backend does not run yet: use --backend mlx");
+    throw CheckpointError(path, "nemotron_h needs Mamba-2 and mixture-of-experts layers, which this " + backend.name() +
+                                    " backend does not run yet (they run on --backend mlx without --tp)");
   HfCheckpoint ck(path);
   const NemotronHConfig cfg = read_config(ck.config(), path);
   auto reader = open_hf_weights(path);
