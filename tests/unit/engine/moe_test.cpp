@@ -1,18 +1,21 @@
 // The mixture-of-experts block (blocks/moe.h) and its router (blocks/moe_router.h): routing rules on hand-made
-// logits, and exactness: in a call of up to the backend's row-invariant size (decode, verify windows, shared
-// rounds) a row's output is the same bits whatever rows share the call (the rows shuffled, each row alone), for
-// SwiGLU and squared-ReLU experts.
+// logits; the expert layouts checkpoints store, read alike; and exactness: in a call of up to the backend's
+// row-invariant size (decode, verify windows, shared rounds) a row's output is the same bits whatever rows share the
+// call (the rows shuffled, each row alone), for SwiGLU and squared-ReLU experts.
 #include "blocks/moe.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backends/mlx/mlx_backend.h"
+#include "checkpoint/weight_reader.h"
 
 namespace tf {
 namespace {
@@ -142,7 +145,123 @@ TEST_P(MoeExactness, RowsAreIndependentOfTheirNeighbours) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Experts, MoeExactness, ::testing::Values(true, false),
-                         [](const auto& info) { return info.param ? "SwiGLU" : "ReluSquared"; });
+                         [](const auto& p) { return p.param ? "SwiGLU" : "ReluSquared"; });
+
+// Named float32 tensors in memory, standing in for a checkpoint.
+class MemoryReader final : public WeightReader {
+ public:
+  void put(const std::string& name, std::vector<std::int64_t> shape, const std::vector<float>& values) {
+    HostWeight w;
+    w.name = name;
+    w.shape = shape;
+    w.cols = shape.back();
+    w.rows = static_cast<std::int64_t>(values.size()) / w.cols;
+    w.dtype = HostDType::F32;
+    w.data.resize(values.size() * 4);
+    std::memcpy(w.data.data(), values.data(), w.data.size());
+    tensors_[name] = std::move(w);
+  }
+  bool has(const std::string& name) const override { return tensors_.count(name) != 0; }
+  HostWeight read(const std::string& name) const override { return tensors_.at(name); }
+  std::string path() const override { return "memory"; }
+
+ private:
+  std::map<std::string, HostWeight> tensors_;
+};
+
+// The same experts stored in each layout MoeBlock::load reads give the same block, bit for bit.
+TEST(MoeLayouts, EveryStoredLayoutLoadsTheSameExperts) {
+  auto backend = make_mlx_backend();
+  Backend& b = *backend;
+  std::mt19937 rng(11);
+  constexpr std::int64_t E = 4, H = 32, I = 16;
+  MoeConfig cfg;
+  cfg.hidden = H;
+  cfg.ffn = I;
+  cfg.router.score = RouterSpec::Score::Softmax;
+  cfg.router.experts = E;
+  cfg.router.top_k = 2;
+  const auto router = randn(E * H, rng, 0.5f);
+  std::vector<std::vector<float>> gate, up, down;
+  for (int e = 0; e < E; ++e) {
+    gate.push_back(randn(I * H, rng, 0.2f));
+    up.push_back(randn(I * H, rng, 0.2f));
+    down.push_back(randn(H * I, rng, 0.2f));
+  }
+  const auto joined = [](const std::vector<std::vector<float>>& parts) {
+    std::vector<float> out;
+    for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+    return out;
+  };
+  const auto x = randn(8 * H, rng, 1.0f);
+  std::vector<std::vector<float>> outputs;
+  for (const bool gated : {true, false}) {
+    cfg.gated = gated;
+    outputs.clear();
+    for (int layout = 0; layout < 4; ++layout) {
+      if (!gated && layout == 1) continue;  // the fused gate|up stack holds gated experts only
+      MemoryReader r;
+      r.put("m.gate.weight", {E, H}, router);
+      if (layout == 0) {
+        for (int e = 0; e < E; ++e) {
+          const std::string p = "m.experts." + std::to_string(e) + ".";
+          r.put(p + "gate_proj.weight", {I, H}, gate[static_cast<std::size_t>(e)]);
+          r.put(p + "up_proj.weight", {I, H}, up[static_cast<std::size_t>(e)]);
+          r.put(p + "down_proj.weight", {H, I}, down[static_cast<std::size_t>(e)]);
+        }
+      } else if (layout == 1) {
+        std::vector<std::vector<float>> fused;
+        for (int e = 0; e < E; ++e) {
+          fused.push_back(gate[static_cast<std::size_t>(e)]);
+          fused.push_back(up[static_cast<std::size_t>(e)]);
+        }
+        r.put("m.experts.gate_up_proj", {E, 2 * I, H}, joined(fused));
+        r.put("m.experts.down_proj", {E, H, I}, joined(down));
+      } else if (layout == 2) {
+        r.put("m.switch_mlp.gate_proj.weight", {E, I, H}, joined(gate));
+        r.put("m.switch_mlp.up_proj.weight", {E, I, H}, joined(up));
+        r.put("m.switch_mlp.down_proj.weight", {E, H, I}, joined(down));
+      } else if (gated) {
+        continue;  // fc1/fc2 name non-gated experts only
+      } else {
+        r.put("m.switch_mlp.fc1.weight", {E, I, H}, joined(up));
+        r.put("m.switch_mlp.fc2.weight", {E, H, I}, joined(down));
+      }
+      WeightSource src(r, b);
+      const MoeBlock m = MoeBlock::load(src, "m.", cfg);
+      outputs.push_back(b.to_host(m.forward(b, b.from_host(x, 8, H))));
+    }
+    ASSERT_GE(outputs.size(), 3u);
+    for (std::size_t i = 1; i < outputs.size(); ++i)
+      EXPECT_EQ(std::memcmp(outputs[i].data(), outputs[0].data(), outputs[0].size() * 4), 0)
+          << (gated ? "SwiGLU" : "squared-ReLU") << " layout " << i << " differs from per-expert tensors";
+  }
+}
+
+// A stack of the wrong shape is one error naming the tensor.
+TEST(MoeLayouts, AWrongStackShapeNamesTheTensor) {
+  auto backend = make_mlx_backend();
+  MemoryReader r;
+  std::mt19937 rng(3);
+  r.put("m.gate.weight", {4, 32}, randn(4 * 32, rng, 0.5f));
+  r.put("m.switch_mlp.fc1.weight", {4, 8, 32}, randn(4 * 8 * 32, rng, 0.2f));
+  r.put("m.switch_mlp.fc2.weight", {4, 32, 16}, randn(4 * 32 * 16, rng, 0.2f));
+  MoeConfig cfg;
+  cfg.hidden = 32;
+  cfg.ffn = 16;
+  cfg.gated = false;
+  cfg.router.experts = 4;
+  cfg.router.top_k = 2;
+  WeightSource src(r, *backend);
+  try {
+    (void)MoeBlock::load(src, "m.", cfg);
+    FAIL() << "loaded";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'm.switch_mlp.fc1.weight' is 4x8x32, expected a stack 4x16x32"),
+              std::string::npos)
+        << e.what();
+  }
+}
 
 }  // namespace
 }  // namespace tf
