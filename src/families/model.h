@@ -24,8 +24,6 @@ struct ModelInfo {
   std::size_t state_bytes_per_stream = 0;  // what one stream holds whatever its length (recurrent layers)
   std::int64_t prefill_chunk = 512;  // the family's fixed chunk grid for prefill (ARCHITECTURE §4)
   std::int64_t hidden = 0;           // the width of the hidden rows a forward can return (ForwardPart::hidden)
-  // Mixture-of-experts models: parameters of all routed experts, and of the top-k one row runs (0: dense).
-  std::int64_t routed_expert_parameters = 0, active_routed_expert_parameters = 0;
 };
 
 // What one stream carries between forward passes: KV caches for attention layers, recurrent state for

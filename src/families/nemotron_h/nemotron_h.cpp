@@ -217,7 +217,6 @@ std::unique_ptr<Model> load_nemotron_h(const std::string& path, bool is_gguf, Ba
   w.rms_eps = cfg.eps;
   w.embed = src.matrix(lay.embed, cfg.vocab, cfg.hidden);
   int attention = 0, recurrent = 0;
-  std::int64_t routed = 0, active_routed = 0;  // parameters of the routed experts: all, and one row's
   for (std::size_t i = 0; i < cfg.plan.size(); ++i) {
     const std::string p = lay.body + "layers." + std::to_string(i) + ".";
     const std::string mixer = p + "mixer.";
@@ -238,15 +237,10 @@ std::unique_ptr<Model> load_nemotron_h(const std::string& path, bool is_gguf, Ba
         l.post_norm = norm;
         l.ffn = Relu2Mlp::load(src, mixer, cfg.hidden, cfg.ffn);
         break;
-      case Block::Moe: {
+      case Block::Moe:
         l.post_norm = norm;
-        auto moe = MoeBlock::load(src, mixer, cfg.moe);
-        const std::int64_t width = cfg.moe.latent > 0 ? cfg.moe.latent : cfg.hidden;
-        routed += cfg.moe.router.experts * 2 * cfg.moe.ffn * width;
-        active_routed += cfg.moe.router.top_k * 2 * cfg.moe.ffn * width;
-        l.ffn = std::move(moe);
+        l.ffn = MoeBlock::load(src, mixer, cfg.moe);
         break;
-      }
     }
     w.layers.push_back(std::move(l));
   }
@@ -264,8 +258,6 @@ std::unique_ptr<Model> load_nemotron_h(const std::string& path, bool is_gguf, Ba
   info.vocab = cfg.vocab;
   info.context = cfg.context;
   info.weight_bytes = src.bytes();
-  info.routed_expert_parameters = routed;
-  info.active_routed_expert_parameters = active_routed;
   return std::make_unique<DecoderModel>(backend, std::move(info), std::move(w), GatedDeltaSpec{}, std::nullopt,
                                         cfg.mamba);
 }
