@@ -105,7 +105,8 @@ class RandomLlama {
     };
     for (const auto& l : w_.layers) {
       const auto& a = std::get<AttentionBlock>(l.mixer);
-      for (const DeviceWeight* w : {&l.input_norm, &a.q, &a.k, &a.v, &a.o, &l.post_norm, &l.mlp.gate, &l.mlp.up, &l.mlp.down})
+      const auto& mlp = std::get<SwiGluMlp>(l.ffn);
+      for (const DeviceWeight* w : {&l.input_norm, &a.q, &a.k, &a.v, &a.o, &l.post_norm, &mlp.gate, &mlp.up, &mlp.down})
         total += bytes(*w);
     }
     total += bytes(w_.final_norm) + bytes(w_.output);

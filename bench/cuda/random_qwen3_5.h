@@ -132,9 +132,8 @@ class RandomQwen35 {
         l.mixer = g;
         l.slot = gdn_slot++;
       }
-      l.mlp.gate = w(s.ffn, s.hidden, s.bits, outputs);
-      l.mlp.up = w(s.ffn, s.hidden, s.bits, outputs);
-      l.mlp.down = w(s.hidden, s.ffn, s.bits, inputs);
+      l.ffn = SwiGluMlp{w(s.ffn, s.hidden, s.bits, outputs), w(s.ffn, s.hidden, s.bits, outputs),
+                        w(s.hidden, s.ffn, s.bits, inputs)};
       w_.layers.push_back(std::move(l));
     }
     w_.final_norm = w(1, s.hidden, 0);
@@ -177,7 +176,8 @@ class RandomQwen35 {
       return elems * w.bits / 8.0 + 2.0 * groups * 2.0;
     };
     for (const auto& l : w_.layers) {
-      total += bytes(l.input_norm) + bytes(l.post_norm) + bytes(l.mlp.gate) + bytes(l.mlp.up) + bytes(l.mlp.down);
+      const auto& mlp = std::get<SwiGluMlp>(l.ffn);
+      total += bytes(l.input_norm) + bytes(l.post_norm) + bytes(mlp.gate) + bytes(mlp.up) + bytes(mlp.down);
       if (l.attention()) {
         const auto& a = std::get<AttentionBlock>(l.mixer);
         for (const DeviceWeight* x : {&a.q, &a.k, &a.v, &a.o, &a.q_norm, &a.k_norm}) total += bytes(*x);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -120,6 +121,21 @@ struct GatedDeltaSpec {
 // Conv windows and recurrent states of a stream's linear-attention layers: a fixed size whatever the length.
 class RecurrentState : public StateStore {};
 
+// The shape of a Mamba-2 selective state-space mixer (families-and-formats §1.4): `heads` heads of `head_dim`
+// channels (inner = heads * head_dim), B and C in `groups` groups of `state_size` shared by consecutive heads,
+// a causal depthwise conv of `conv_kernel` positions over x|B|C, and dt clamped to [dt_min, dt_max].
+struct Mamba2Spec {
+  int heads = 0, head_dim = 0, groups = 1, state_size = 0, conv_kernel = 4;
+  float dt_min = 0.0f, dt_max = std::numeric_limits<float>::infinity();
+  std::int64_t inner() const { return static_cast<std::int64_t>(heads) * head_dim; }
+  std::int64_t conv_channels() const { return inner() + 2LL * groups * state_size; }
+  // One layer's recurrent bytes: float32 state [heads, head_dim, state_size] and the last conv_kernel - 1 inputs.
+  std::size_t layer_bytes() const {
+    return 4 * (static_cast<std::size_t>(inner()) * static_cast<std::size_t>(state_size) +
+                static_cast<std::size_t>(conv_kernel - 1) * static_cast<std::size_t>(conv_channels()));
+  }
+};
+
 // One stream's rows inside a call: `rows` consecutive rows at positions start .. start + rows - 1 of the
 // stream's state (`cache` for attention layers, `recurrent` for linear-attention ones; rope reads neither).
 // Runs follow each other in the call's row order.
@@ -164,6 +180,31 @@ class Backend {
   virtual Tensor linear(const Tensor& x, const DeviceWeight& w) = 0;
   virtual Tensor add(const Tensor& a, const Tensor& b) = 0;
   virtual Tensor swiglu(const Tensor& gate, const Tensor& up) = 0;  // silu(gate) * up
+  // ---- ops of Mamba-2 and mixture-of-experts layers (where has_state_space(); the defaults throw)
+  // Whether this backend runs the ops below (new_mamba2_state, mamba2_scan, rms_norm_groups, relu_squared);
+  // families that need them refuse other backends at load.
+  virtual bool has_state_space() const { return false; }
+  virtual std::unique_ptr<RecurrentState> new_mamba2_state(int /*layers*/, const Mamba2Spec& /*spec*/) {
+    throw std::logic_error("new_mamba2_state: this backend has no Mamba-2 layers");
+  }
+  // The Mamba-2 scan over each run's rows, in position order, continuing runs[r].recurrent's `layer`:
+  // xbc [n, conv_channels] (before the conv), dt [n, heads]. Per position: depthwise causal conv (conv_weight
+  // [conv_channels, conv_kernel], plus conv_bias [conv_channels] where it has values) over the last conv_kernel
+  // inputs, SiLU, x|B|C split; per head dt' = clamp(softplus(dt + dt_bias), dt_min, dt_max), A = -exp(a_log),
+  // S = exp(dt' A) S + dt' x B^T, y = S C + d x. Returns [n, inner]. Each row is computed the same whatever rows
+  // share the call.
+  virtual Tensor mamba2_scan(std::span<const StreamRows> /*runs*/, int /*layer*/, const Tensor& /*xbc*/,
+                             const Tensor& /*dt*/, const DeviceWeight& /*conv_weight*/,
+                             const DeviceWeight& /*conv_bias*/, const DeviceWeight& /*a_log*/,
+                             const DeviceWeight& /*dt_bias*/, const DeviceWeight& /*d*/, const Mamba2Spec& /*spec*/) {
+    throw std::logic_error("mamba2_scan: not on this backend");
+  }
+  // RMSNorm of each of `groups` equal consecutive column groups of x [n, cols], times weight [cols].
+  virtual Tensor rms_norm_groups(const Tensor& /*x*/, const DeviceWeight& /*weight*/, int /*groups*/, float /*eps*/) {
+    throw std::logic_error("rms_norm_groups: not on this backend");
+  }
+  // max(x, 0)^2, elementwise (Nemotron's MLPs and experts).
+  virtual Tensor relu_squared(const Tensor& /*x*/) { throw std::logic_error("relu_squared: not on this backend"); }
   // ---- ops of gated attention and linear-attention layers (where has_linear_attention(); the defaults throw)
   // RMSNorm of each head's `head_dim` values of x [n, heads * head_dim], times weight [head_dim] (q/k norms).
   virtual Tensor rms_norm_heads(const Tensor& /*x*/, const DeviceWeight& /*weight*/, int /*heads*/, float /*eps*/) {

@@ -33,6 +33,8 @@ AttentionBlock AttentionBlock::load(WeightSource& src, const std::string& prefix
 
 Tensor AttentionBlock::forward(Backend& b, const Tensor& h, std::span<const StreamRows> runs, int slot) const {
   const AttentionSpec& at = cfg.spec;
+  if (!cfg.use_rope && !cfg.output_gate && !cfg.qk_norm)
+    return b.linear(b.attend(runs, slot, b.linear(h, q), b.linear(h, k), b.linear(h, v), at), o);
   if (!cfg.output_gate && !cfg.qk_norm) {
     // Llama: the op sequence the CUDA backend's fusion and its measured tapes expect.
     Tensor qr = b.rope(b.linear(h, q), at.heads, at.head_dim, runs, cfg.rope);
@@ -51,8 +53,10 @@ Tensor AttentionBlock::forward(Backend& b, const Tensor& h, std::span<const Stre
     query = b.rms_norm_heads(query, q_norm, at.heads, cfg.norm_eps);
     key = b.rms_norm_heads(key, k_norm, at.kv_heads, cfg.norm_eps);
   }
-  query = b.rope(query, at.heads, at.head_dim, runs, cfg.rope);
-  key = b.rope(key, at.kv_heads, at.head_dim, runs, cfg.rope);
+  if (cfg.use_rope) {
+    query = b.rope(query, at.heads, at.head_dim, runs, cfg.rope);
+    key = b.rope(key, at.kv_heads, at.head_dim, runs, cfg.rope);
+  }
   Tensor out = b.attend(runs, slot, query, key, b.linear(h, v), at);
   if (cfg.output_gate) out = b.sigmoid_gate(out, gate);
   return b.linear(out, o);

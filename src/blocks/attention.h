@@ -1,7 +1,7 @@
 #pragma once
 // Causal self-attention over the stream's KV cache, in the variants the families use: plain GQA with RoPE
-// (llama), and Qwen3.5's gated attention: q/k RMSNorm per head before RoPE, partial RoPE, and an output gate
-// (q_proj yields [query | gate] per head; the output is attention * sigmoid(gate)).
+// (llama), GQA without RoPE (Nemotron-H), and Qwen3.5's gated attention: q/k RMSNorm per head before RoPE, partial
+// RoPE, and an output gate (q_proj yields [query | gate] per head; the output is attention * sigmoid(gate)).
 #include <cstdint>
 #include <span>
 #include <string>
@@ -15,6 +15,7 @@ struct AttentionConfig {
   std::int64_t hidden = 0;
   AttentionSpec spec;  // heads, kv_heads, head_dim, scale
   RopeSpec rope;
+  bool use_rope = true;       // false: positions only through the causal mask (Nemotron-H's attention layers)
   bool qk_norm = false;       // q_norm / k_norm over each head
   bool zero_centred_qk_norm = false;  // stored as w, applied as 1 + w
   bool output_gate = false;   // q_proj has 2 * head_dim per head: query, then gate

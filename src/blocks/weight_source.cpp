@@ -5,6 +5,7 @@
 
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/half_float.h"
+#include "checkpoint/weight_slice.h"
 
 namespace tf {
 namespace {
@@ -81,6 +82,14 @@ DeviceWeight WeightSource::vector(const std::string& name, std::int64_t n, bool 
   return upload(w, split);
 }
 
+std::vector<float> WeightSource::floats(const std::string& name, std::int64_t n) const {
+  const auto w = read(name);
+  if (w.bits != 0 || w.rows * w.cols != n)
+    fail("tensor '" + w.name + "' should be " + std::to_string(n) + " float values, is " + dims(w.rows, w.cols) +
+         (w.bits != 0 ? " quantized" : ""));
+  return to_f32(w);
+}
+
 DeviceWeight WeightSource::dense(const std::string& name, std::int64_t rows, std::int64_t cols,
                                  const WeightSplit& split) {
   auto w = read(name);
@@ -91,6 +100,27 @@ DeviceWeight WeightSource::dense(const std::string& name, std::int64_t rows, std
   w.cols = cols;
   w.shape = {rows, cols};
   return upload(w, split);
+}
+
+std::vector<DeviceWeight> WeightSource::stack(const std::string& name, std::int64_t experts, std::int64_t rows,
+                                              std::int64_t cols, std::int64_t begin, std::int64_t take) {
+  const auto w = read(name);
+  if (take == 0) take = rows;
+  const bool stacked = w.shape.size() == 3 && w.shape[0] == experts && w.shape[1] == rows;
+  if (!stacked || w.rows != experts * rows || w.cols != cols) {
+    std::string stored;
+    for (const auto d : w.shape) stored += (stored.empty() ? "" : "x") + std::to_string(d);
+    fail("tensor '" + w.name + "' is " + stored + ", expected a stack " + std::to_string(experts) + "x" +
+         dims(rows, cols));
+  }
+  std::vector<DeviceWeight> out;
+  for (std::int64_t e = 0; e < experts; ++e) {
+    const std::pair<std::int64_t, std::int64_t> range{e * rows + begin, e * rows + begin + take};
+    auto part = take_rows(w, std::span(&range, 1));
+    part.name = w.name + "[" + std::to_string(e) + "]";
+    out.push_back(upload(part, {}));
+  }
+  return out;
 }
 
 std::size_t device_weight_bytes(const DeviceWeight& w) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "backends/backend.h"
 #include "checkpoint/weight_reader.h"
@@ -21,10 +22,17 @@ class WeightSource {
   // A vector of n float values (norm weights, per-head parameters). With `plus_one` each value is stored as
   // 1 + w: zero-centred RMSNorm weights (Qwen3.5, Gemma) become plain multipliers.
   DeviceWeight vector(const std::string& name, std::int64_t n, bool plus_one = false, const WeightSplit& split = {});
+  // A vector of n float values kept on the host (a router's correction bias: the host picks the experts).
+  std::vector<float> floats(const std::string& name, std::int64_t n) const;
   // A dense float weight of rows * cols values, whatever its stored shape (a depthwise conv kernel is
   // [channels, 1, kernel] in one layout and [channels, kernel, 1] in another: the same values in order).
   DeviceWeight dense(const std::string& name, std::int64_t rows, std::int64_t cols, const WeightSplit& split = {});
 
+  // A stack of `experts` matrices of [rows, cols], stored as one tensor [experts, rows, cols] (dense or
+  // quantized): rows [begin, begin + take) of each (take 0: all), one weight per expert. A fused gate|up stack is
+  // read twice, once for each half.
+  std::vector<DeviceWeight> stack(const std::string& name, std::int64_t experts, std::int64_t rows, std::int64_t cols,
+                                  std::int64_t begin = 0, std::int64_t take = 0);
   std::size_t bytes() const { return bytes_; }  // uploaded so far (as the backend holds them)
   const std::string& path() const { return path_; }
   [[noreturn]] void fail(const std::string& problem) const;

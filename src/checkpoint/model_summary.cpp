@@ -1,7 +1,8 @@
 #include "checkpoint/model_summary.h"
 
-#include <filesystem>
 #include <fmt/format.h>
+#include <algorithm>
+#include <filesystem>
 
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/gguf.h"
@@ -38,8 +39,52 @@ void count_hybrid_layers(ModelSummary& s, const nlohmann::json& t) {
     return;
   }
   s.attention_layers = full;
+  s.recurrent_layers = s.layers - full;
   const std::uint64_t channels = 2 * kh * kd + vh * vd;
   s.recurrent_bytes = (s.layers - full) * 4 * (vh * kd * vd + (kernel > 0 ? kernel - 1 : 3) * channels);
+}
+
+// Nemotron-H configs: a plan of single-block layers (`layers_block_type`, or the legacy
+// `hybrid_override_pattern`: M Mamba-2, * attention, - MLP, E experts); num_hidden_layers may be absent.
+void count_nemotron_layers(ModelSummary& s, const nlohmann::json& t) {
+  std::vector<char> plan;
+  if (auto lt = t.find("layers_block_type"); lt != t.end() && lt->is_array()) {
+    for (const auto& x : *lt) {
+      const std::string k = x.is_string() ? x.get<std::string>() : "";
+      plan.push_back(k == "mamba" || k == "linear_attention"     ? 'M'
+                     : k == "attention" || k == "full_attention" ? '*'
+                     : k == "moe"                                ? 'E'
+                                                                 : '-');
+    }
+  } else if (auto p = t.find("hybrid_override_pattern"); p != t.end() && p->is_string()) {
+    for (const char c : p->get<std::string>()) plan.push_back(c);
+  } else {
+    return;
+  }
+  auto get = [&](const char* k, std::uint64_t fallback) -> std::uint64_t {
+    auto it = t.find(k);
+    return it != t.end() && it->is_number_integer() && it->get<std::int64_t>() > 0 ? it->get<std::uint64_t>()
+                                                                                   : fallback;
+  };
+  const auto count = [&](char c) { return static_cast<std::uint64_t>(std::count(plan.begin(), plan.end(), c)); };
+  s.layers = plan.size();
+  if (s.head_dim == 0) s.head_dim = 128;  // transformers' default for nemotron_h, not hidden / heads
+  s.attention_layers = count('*');
+  s.recurrent_layers = count('M');
+  const std::uint64_t heads = get("mamba_num_heads", 0), dim = get("mamba_head_dim", 0),
+                      state = get("ssm_state_size", 0), groups = get("n_groups", get("mamba_n_groups", 8)),
+                      kernel = get("conv_kernel", get("mamba_d_conv", 4));  // transformers' defaults and legacy names
+  const std::uint64_t inner = heads * dim, channels = inner + 2 * groups * state;
+  s.recurrent_bytes = s.recurrent_layers * 4 * (inner * state + (kernel - 1) * channels);
+  if (const std::uint64_t moe = count('E'); moe > 0) {
+    const std::uint64_t experts = get("n_routed_experts", 0), top = get("num_experts_per_tok", 0),
+                        width = get("moe_latent_size", s.hidden), ffn = get("moe_intermediate_size", 0);
+    const std::uint64_t per_expert = 2 * ffn * width;  // up and down (squared-ReLU experts)
+    s.experts = fmt::format(
+        "{} routed (top {} per token) + {} shared, in {} layers; routed-expert parameters {}, "
+        "active {} per token",
+        experts, top, get("n_shared_experts", 1), moe, moe * experts * per_expert, moe * top * per_expert);
+  }
 }
 
 ModelSummary summarize_gguf(const std::string& path) {
@@ -114,6 +159,7 @@ ModelSummary summarize_hf(const std::string& dir) {
   s.vocab = num({"vocab_size"});
   s.context = num({"max_position_embeddings", "max_seq_len", "seq_length"});
   count_hybrid_layers(s, t);
+  if (s.architecture == "nemotron_h") count_nemotron_layers(s, t);
   finish_kv(s);
   if (fs::exists(fs::path(dir) / "tokenizer.json")) s.tokenizer = "tokenizer.json";
   s.has_chat_template = fs::exists(fs::path(dir) / "chat_template.jinja");
@@ -205,11 +251,12 @@ std::string format_summary(const ModelSummary& s) {
   if (s.recurrent_bytes > 0) {
     line("kv cache", fmt::format("{} per token (f16; {} of {} layers attend)", format_bytes(s.kv_bytes_per_token),
                                  s.attention_layers, s.layers));
-    line("recurrent", fmt::format("{} per stream (float32; {} linear-attention layers)", format_bytes(s.recurrent_bytes),
-                                  s.layers - s.attention_layers));
+    line("recurrent", fmt::format("{} per stream (float32; {} linear-attention layers)",
+                                  format_bytes(s.recurrent_bytes), s.recurrent_layers));
   } else {
     line("kv cache", fmt::format("{} per token (f16)", format_bytes(s.kv_bytes_per_token)));
   }
+  if (!s.experts.empty()) line("experts", s.experts);
   line("memory", fmt::format("{} for weights + a full {}-token KV cache{}", format_bytes(s.memory_estimate()), s.context,
                              s.recurrent_bytes > 0 ? " + recurrent state" : ""));
   return out;

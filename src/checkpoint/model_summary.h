@@ -21,6 +21,8 @@ struct ModelSummary {
   std::uint64_t attention_layers = 0;    // layers with a KV cache (all but linear-attention ones)
   std::uint64_t kv_bytes_per_token = 0;  // f16 K and V over the attention layers
   std::uint64_t recurrent_bytes = 0;     // float32 conv windows and states of linear-attention layers, per stream
+  std::uint64_t recurrent_layers = 0;    // linear-attention (Gated DeltaNet, Mamba-2) layers
+  std::string experts;  // mixture-of-experts layers: experts, top-k and routed parameters, total and active
   std::string serving;                   // which family serves it and where (filled in by the CLI)
   bool has_chat_template = false;
   std::string tokenizer;  // "gpt2 (GGUF)", "tokenizer.json", or ""

@@ -103,15 +103,19 @@ class HfWeights final : public WeightReader {
       auto sdt = float_dtype(scales.tensor->dtype);
       if (biases.tensor == nullptr || !sdt || biases.tensor->dtype != scales.tensor->dtype)
         throw CheckpointError(ck_.dir(), "'" + module + "' needs float scales and biases of one dtype");
-      if (t.dtype != StDType::U32 || t.shape.size() != 2)
-        throw CheckpointError(ck_.dir(), "'" + name + "' is quantized but not a 2-D uint32 tensor");
-      w.rows = static_cast<std::int64_t>(t.shape[0]);
-      w.cols = static_cast<std::int64_t>(t.shape[1] * 32 / static_cast<std::uint64_t>(spec->bits));
+      // A matrix [out, packed], or a stack of experts' matrices [experts, out, packed] (mlx-lm's switch_mlp).
+      if (t.dtype != StDType::U32 || (t.shape.size() != 2 && t.shape.size() != 3))
+        throw CheckpointError(ck_.dir(), "'" + name + "' is quantized but not a 2-D or 3-D uint32 tensor");
+      const std::uint64_t rows = t.shape.size() == 3 ? t.shape[0] * t.shape[1] : t.shape[0];
+      w.rows = static_cast<std::int64_t>(rows);
+      w.cols = static_cast<std::int64_t>(t.shape.back() * 32 / static_cast<std::uint64_t>(spec->bits));
       const std::uint64_t groups = static_cast<std::uint64_t>(w.cols / spec->group_size);
-      if (scales.tensor->element_count() != t.shape[0] * groups || biases.tensor->element_count() != t.shape[0] * groups)
+      if (scales.tensor->element_count() != rows * groups || biases.tensor->element_count() != rows * groups)
         throw CheckpointError(ck_.dir(), "'" + module + "' scales/biases do not match " + std::to_string(spec->bits) +
                                              "-bit group " + std::to_string(spec->group_size));
       w.shape = {w.rows, w.cols};
+      if (t.shape.size() == 3)
+        w.shape = {static_cast<std::int64_t>(t.shape[0]), static_cast<std::int64_t>(t.shape[1]), w.cols};
       w.bits = spec->bits;
       w.group_size = spec->group_size;
       w.dtype = *sdt;

@@ -1,6 +1,7 @@
 #include "families/decoder_forward.h"
 
 #include <stdexcept>
+#include <type_traits>
 
 namespace tf {
 
@@ -10,7 +11,11 @@ int DecoderWeights::attention_layers() const {
   return n;
 }
 
-int DecoderWeights::recurrent_layers() const { return static_cast<int>(layers.size()) - attention_layers(); }
+int DecoderWeights::recurrent_layers() const {
+  int n = 0;
+  for (const auto& l : layers) n += l.recurrent() ? 1 : 0;
+  return n;
+}
 
 DecoderLayer attention_layer(const AttentionConfig& cfg, int slot, DeviceWeight input_norm, DeviceWeight q, DeviceWeight k,
                              DeviceWeight v, DeviceWeight o, DeviceWeight post_norm, DeviceWeight gate, DeviceWeight up,
@@ -26,7 +31,7 @@ DecoderLayer attention_layer(const AttentionConfig& cfg, int slot, DeviceWeight 
   l.mixer = std::move(a);
   l.slot = slot;
   l.post_norm = std::move(post_norm);
-  l.mlp = SwiGluMlp{std::move(gate), std::move(up), std::move(down)};
+  l.ffn = SwiGluMlp{std::move(gate), std::move(up), std::move(down)};
   return l;
 }
 
@@ -57,11 +62,28 @@ Tensor decoder_logits(Backend& b, const DecoderWeights& w, std::span<const Decod
   const auto& fed = parts.front().fed;
   Tensor x = fed ? b.embed(w.embed, fed) : b.embed(w.embed, tokens);
   for (const auto& l : w.layers) {
-    Tensor h = b.rms_norm(x, l.input_norm, w.rms_eps);
-    if (const auto* at = std::get_if<AttentionBlock>(&l.mixer)) x = b.add(x, at->forward(b, h, runs, l.slot));
-    else x = b.add(x, std::get<GatedDeltaBlock>(l.mixer).forward(b, h, runs, l.slot));
-    h = b.rms_norm(x, l.post_norm, w.rms_eps);
-    x = b.add(x, l.mlp.forward(b, h));
+    if (!std::holds_alternative<std::monostate>(l.mixer)) {
+      const Tensor h = b.rms_norm(x, l.input_norm, w.rms_eps);
+      x = b.add(x, std::visit(
+                       [&](const auto& m) -> Tensor {
+                         if constexpr (std::is_same_v<std::decay_t<decltype(m)>, std::monostate>)
+                           return h;
+                         else
+                           return m.forward(b, h, runs, l.slot);
+                       },
+                       l.mixer));
+    }
+    if (!std::holds_alternative<std::monostate>(l.ffn)) {
+      const Tensor h = b.rms_norm(x, l.post_norm, w.rms_eps);
+      x = b.add(x, std::visit(
+                       [&](const auto& f) -> Tensor {
+                         if constexpr (std::is_same_v<std::decay_t<decltype(f)>, std::monostate>)
+                           return h;
+                         else
+                           return f.forward(b, h);
+                       },
+                       l.ffn));
+    }
   }
   if (hidden != nullptr) *hidden = b.rms_norm(x, w.final_norm, w.rms_eps);
   // Always through last_rows, even for every row: one tape shape for solo and shared rounds alike.

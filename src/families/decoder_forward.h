@@ -1,6 +1,7 @@
 #pragma once
-// The forward pass every decoder family shares: embed, then each layer's pre-norm token mixer (attention or
-// Gated DeltaNet) and pre-norm SwiGLU MLP on the residual stream, then the final norm and the output
+// The forward pass every decoder family shares: embed, then each layer's pre-norm token mixer (attention,
+// Gated DeltaNet or Mamba-2) and pre-norm feed-forward block (SwiGLU or squared-ReLU MLP, or experts) on the
+// residual stream, then the final norm and the output
 // projection. A family is a layer plan over these blocks (src/blocks/); this is its one forward pass, also run
 // by the CUDA benchmarks and tests on random weights.
 #include <cstdint>
@@ -12,16 +13,24 @@
 #include "backends/backend.h"
 #include "blocks/attention.h"
 #include "blocks/gated_delta.h"
+#include "blocks/mamba2.h"
+#include "blocks/moe.h"
+#include "blocks/relu2_mlp.h"
 #include "blocks/swiglu_mlp.h"
 
 namespace tf {
 
+// A layer is a pre-norm token mixer and a pre-norm feed-forward block, each added to the residual stream; either
+// may be absent (Nemotron-H's layers hold one block each: a mixer, or an MLP, or experts).
 struct DecoderLayer {
-  DeviceWeight input_norm, post_norm;  // before the mixer, before the MLP (plain multipliers)
-  std::variant<AttentionBlock, GatedDeltaBlock> mixer;
+  DeviceWeight input_norm, post_norm;  // before the mixer, before the feed-forward block (plain multipliers)
+  std::variant<std::monostate, AttentionBlock, GatedDeltaBlock, Mamba2Block> mixer;
   int slot = 0;  // the layer's index among the layers whose state is of its kind (KvCache / RecurrentState)
-  SwiGluMlp mlp;
+  std::variant<std::monostate, SwiGluMlp, Relu2Mlp, MoeBlock> ffn;
   bool attention() const { return std::holds_alternative<AttentionBlock>(mixer); }
+  bool recurrent() const {
+    return std::holds_alternative<GatedDeltaBlock>(mixer) || std::holds_alternative<Mamba2Block>(mixer);
+  }
 };
 
 struct DecoderWeights {

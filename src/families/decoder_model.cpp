@@ -10,8 +10,15 @@
 namespace tf {
 
 DecoderModel::DecoderModel(Backend& backend, ModelInfo info, DecoderWeights weights, GatedDeltaSpec recurrent,
-                           std::optional<MtpHead> mtp)
-    : backend_(backend), info_(std::move(info)), w_(std::move(weights)), recurrent_(recurrent) {
+                           std::optional<MtpHead> mtp, Mamba2Spec mamba)
+    : backend_(backend), info_(std::move(info)), w_(std::move(weights)), recurrent_(recurrent), mamba_(mamba) {
+  int gdn = 0, ssm = 0;
+  for (const auto& l : w_.layers) {
+    gdn += std::holds_alternative<GatedDeltaBlock>(l.mixer) ? 1 : 0;
+    ssm += std::holds_alternative<Mamba2Block>(l.mixer) ? 1 : 0;
+  }
+  if (gdn > 0 && ssm > 0) throw std::invalid_argument("DecoderModel: Gated DeltaNet and Mamba-2 layers in one model");
+  mamba_layers_ = ssm > 0;
   info_.hidden = w_.embed.cols;
   if (mtp) draft_head_ = std::make_unique<MtpDraftHead>(backend_, w_, std::move(*mtp));
   for (const auto& l : w_.layers)
@@ -22,15 +29,19 @@ DecoderModel::DecoderModel(Backend& backend, ModelInfo info, DecoderWeights weig
   info_.state_bytes_per_token =
       static_cast<std::size_t>(2 * w_.attention_layers()) * static_cast<std::size_t>(kv_shape_.kv_heads * kv_shape_.head_dim) * 4;
   // Two copies of each recurrent layer's state (the one before the last window is kept for rollback).
-  info_.state_bytes_per_stream = 2 * static_cast<std::size_t>(w_.recurrent_layers()) * recurrent_.layer_bytes();
+  info_.state_bytes_per_stream = 2 * static_cast<std::size_t>(w_.recurrent_layers()) *
+                                 (mamba_layers_ ? mamba_.layer_bytes() : recurrent_.layer_bytes());
 }
 
 DecoderModel::~DecoderModel() = default;
 
 std::unique_ptr<SequenceState> DecoderModel::new_state() const {
   const int attn = w_.attention_layers(), rec = w_.recurrent_layers();
-  return std::make_unique<StreamState>(attn > 0 ? backend_.new_kv_cache(attn, kv_shape_.kv_heads, kv_shape_.head_dim) : nullptr,
-                                       rec > 0 ? backend_.new_recurrent_state(rec, recurrent_) : nullptr);
+  return std::make_unique<StreamState>(
+      attn > 0 ? backend_.new_kv_cache(attn, kv_shape_.kv_heads, kv_shape_.head_dim) : nullptr,
+      rec == 0        ? nullptr
+      : mamba_layers_ ? backend_.new_mamba2_state(rec, mamba_)
+                      : backend_.new_recurrent_state(rec, recurrent_));
 }
 
 DecoderPart DecoderModel::part_of(SequenceState& state, std::span<const std::int32_t> tokens) const {

@@ -19,9 +19,10 @@ namespace tf {
 class DecoderModel final : public Model {
  public:
   // `info` names the family and architecture and gives vocab and context; weight and state bytes are filled
-  // in here. `recurrent` is the shape of the Gated DeltaNet layers, if any; `mtp` the checkpoint's MTP head.
+  // in here. `recurrent` is the shape of the Gated DeltaNet layers, if any; `mtp` the checkpoint's MTP head;
+  // `mamba` the shape of the Mamba-2 layers, if any (a model's recurrent layers are of one kind: one store).
   DecoderModel(Backend& backend, ModelInfo info, DecoderWeights weights, GatedDeltaSpec recurrent = {},
-               std::optional<MtpHead> mtp = std::nullopt);
+               std::optional<MtpHead> mtp = std::nullopt, Mamba2Spec mamba = {});
   ~DecoderModel() override;
 
   const ModelInfo& info() const override { return info_; }
@@ -52,6 +53,8 @@ class DecoderModel final : public Model {
   ModelInfo info_;
   DecoderWeights w_;
   GatedDeltaSpec recurrent_;
+  Mamba2Spec mamba_;
+  bool mamba_layers_ = false;  // the recurrent layers are Mamba-2's (else Gated DeltaNet's)
   AttentionSpec kv_shape_;  // of the attention layers (they share one)
   std::unique_ptr<DraftHead> draft_head_;  // over w_'s embedding and output projection
 };

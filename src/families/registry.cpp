@@ -8,6 +8,7 @@
 #include "checkpoint/hf_checkpoint.h"
 #include "families/llama/llama.h"
 #include "families/model.h"
+#include "families/nemotron_h/nemotron_h.h"
 #include "families/qwen3_5/qwen3_5.h"
 #include "families/servable.h"
 
@@ -23,10 +24,11 @@ struct Family {
 
 // The one list of served architectures: load_model() dispatches on it, and `pull`, `serve REPO`, `models` and
 // `info` ask it (servable.h) before any weight is read or downloaded. A new family is one line here.
-constexpr std::array<Family, 3> kFamilies{{
+constexpr std::array<Family, 4> kFamilies{{
     {"llama", "llama", load_llama, "serves on MLX and CUDA"},
     {"qwen3_5", "qwen3_5", load_qwen3_5, "serves on MLX and CUDA, drafting from its MTP head where it has one"},
     {"qwen3_5_text", "qwen3_5", load_qwen3_5, "serves on MLX and CUDA, drafting from its MTP head where it has one"},
+    {"nemotron_h", "nemotron_h", load_nemotron_h, "serves on MLX (not CUDA yet); its MTP head is not read yet"},
 }};
 
 const Family* find_family(const std::string& architecture) {

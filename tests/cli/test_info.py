@@ -344,6 +344,7 @@ def test_models_prints_a_table(tensorfold, tmp_path):
     # The status comes from the families' registry, the list load_model() dispatches on.
     assert rows[0][4] == "serves on MLX and CUDA"
     assert [r[4] for r in rows if r[1] == "qwen3_5"][0].startswith("serves on MLX")
+    assert [r[4] for r in rows if r[1] == "nemotron_h"][0].startswith("serves on MLX (not CUDA yet)")
     assert [r[4] for r in rows if r[1] == "gemma4"] == ["not supported yet"]
     assert f"model cache: {tmp_path / 'cache'}" in lines
 
@@ -352,3 +353,18 @@ def test_no_subcommand_is_a_usage_error(tensorfold):
     r = tensorfold()
     assert r.returncode not in (0, 1) and r.returncode > 0, r.returncode
     assert "serve" in (r.stdout + r.stderr) or "subcommand" in (r.stdout + r.stderr).lower()
+
+
+def test_info_counts_nemotron_h_layers_state_and_experts(tensorfold):
+    """A Nemotron-H plan (layers_block_type, no num_hidden_layers) "MEM*E-": 6 layers, 1 attends, 2 Mamba-2 layers
+    of 4 heads x 16 with ssm_state 32 in 2 groups and conv 4 (float32: 64*32 + 3*(64 + 2*2*32) = 2624 values
+    each), 2 expert layers of 8 routed experts (up and down, 64 x 64 each) with top 2."""
+    golden = Path(__file__).resolve().parents[1] / "goldens" / "nemotron_h" / "bf16"
+    info = info_ok(tensorfold, golden)
+    assert info["architecture"] == ["nemotron_h"]
+    assert info["layers"] == ["6"]
+    assert info["kv cache"] == ["128 B per token (f16; 1 of 6 layers attend)"]
+    assert info["recurrent"] == [f"{2 * 2624 * 4 / 1024:.1f} KiB per stream (float32; 2 linear-attention layers)"]
+    assert info["experts"] == ["8 routed (top 2 per token) + 1 shared, in 2 layers; routed-expert parameters "
+                               f"{2 * 8 * 2 * 64 * 64}, active {2 * 2 * 2 * 64 * 64} per token"]
+    assert info["family"][0].startswith("nemotron_h: serves on MLX")

@@ -21,7 +21,7 @@ class GoldenMismatch(AssertionError):
     pass
 
 
-def check_variant(tool, variant, logit_tol, work_dir, exact_dequant=False):
+def check_variant(tool, variant, logit_tol, work_dir, exact_dequant=False, family="qwen3_5"):
     """Runs `tool` on the variant's checkpoint and prompts; returns a one-line summary, or raises
     GoldenMismatch. With `exact_dequant` a quantized variant is judged against golden_exact.json (its reference
     multiplies by the exact affine value s*q + b, as the CUDA kernels do; golden.json's rounds it as MLX does:
@@ -60,7 +60,7 @@ def check_variant(tool, variant, logit_tol, work_dir, exact_dequant=False):
         else:
             raise GoldenMismatch(f"{variant}: prompt {i}: token {at} is {o['greedy'][at]}, golden {g[at]}")
     rollback = next((line for line in run.stderr.splitlines() if "rollback:" in line), "rollback: (no line)")
-    summary = (f"qwen3_5 {variant} ({name}): logits max |diff| {worst:.2e}; greedy {exact}/{len(ours)} exact, "
+    summary = (f"{family} {folder.name} ({name}): logits max |diff| {worst:.2e}; greedy {exact}/{len(ours)} exact, "
                f"{near_ties} near-tie; {rollback.split('rollback: ')[1]}")
     if other is not None:
         summary += f"; vs golden.json (MLX's rounding) {worst_other:.2e}"

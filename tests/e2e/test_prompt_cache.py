@@ -1,7 +1,8 @@
 """Prompt caching end to end (issue 35): a conversation's second turn restores the state its first turn left at
 the last message start, prefills only what follows, and still replies exactly what a server without any cache
-replies, bit for bit (token ids), greedy and seeded T>0, on the default model (llama family) and the tiny qwen3_5
-checkpoint (Gated DeltaNet: conv windows and recurrent state are restored too). Then the same after a restart
+replies, bit for bit (token ids), greedy and seeded T>0, on the default model (llama family), the tiny qwen3_5
+checkpoint (Gated DeltaNet: conv windows and recurrent state are restored too) and the tiny nemotron_h one
+(Mamba-2 conv windows and SSM states, experts). Then the same after a restart
 that reads the snapshots from --snapshot-dir; a corrupted, a truncated and another model's snapshot are each
 refused (removed, with a log line) and the reply still equals fresh; and a cache filled past --prompt-cache-gib
 stays within its budget. The qwen3_5 turns and the restart also run on two tensor-parallel ranks (--tp 2)."""
@@ -17,6 +18,7 @@ import pytest
 from ._serve import start_serve
 
 QWEN = Path(__file__).resolve().parents[1] / "goldens" / "qwen3_5" / "mlx-4bit"
+NEMOTRON = Path(__file__).resolve().parents[1] / "goldens" / "nemotron_h" / "bf16"
 MAX_TOKENS = 12
 
 CONVERSATIONS = [
@@ -103,6 +105,13 @@ def qwen(tensorfold_bin, tmp_path_factory):
     f.stop()
 
 
+@pytest.fixture(scope="module")
+def nemotron(tensorfold_bin, tmp_path_factory):
+    f = Family(tensorfold_bin, NEMOTRON, tmp_path_factory.mktemp("cache-nemotron"))
+    yield f
+    f.stop()
+
+
 def test_startup_report_names_the_cache(llama):
     assert "caching   retained prefixes up to 1.00 GiB in memory" in llama.cached.report
     assert "prefill cuts at each message start" in llama.cached.report
@@ -117,6 +126,11 @@ def test_llama_turn2_resumes_exactly(llama, conv_i, sampling_i):
 @pytest.mark.parametrize("conv_i,sampling_i", QWEN_CASES)
 def test_qwen3_5_turn2_resumes_exactly(qwen, conv_i, sampling_i):
     qwen.run_case(conv_i, sampling_i)
+
+
+@pytest.mark.parametrize("conv_i,sampling_i", QWEN_CASES)
+def test_nemotron_h_turn2_resumes_exactly(nemotron, conv_i, sampling_i):
+    nemotron.run_case(conv_i, sampling_i)
 
 
 def test_metrics_count_hits(llama):
@@ -171,7 +185,7 @@ def test_qwen3_5_turn2_resumes_exactly_on_two_ranks(qwen_tp2, conv_i, sampling_i
     qwen_tp2.run_case(conv_i, sampling_i)
 
 
-@pytest.mark.parametrize("fam", ["llama", "qwen", "qwen_tp2"])
+@pytest.mark.parametrize("fam", ["llama", "qwen", "qwen_tp2", "nemotron"])
 def test_restart_resumes_from_disk(request, fam):
     family = request.getfixturevalue(fam)
     assert family.turn2, "run the turn-2 cases first (file order)"

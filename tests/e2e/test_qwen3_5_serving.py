@@ -1,5 +1,7 @@
-"""The qwen3_5 family served end to end (tiny random checkpoint, tests/goldens/qwen3_5/mlx-4bit: MLX affine 4-bit, tied, with its own
-tokenizer.json and chat template): exact drafting through Gated DeltaNet state. For every case the token ids
+"""The recurrent hybrid families served end to end, each from a tiny random checkpoint with its own tokenizer.json
+and chat template: qwen3_5 (tests/goldens/qwen3_5/mlx-4bit: MLX affine 4-bit, tied; Gated DeltaNet state) and
+nemotron_h (tests/goldens/nemotron_h/mlx-4bit: mlx-community layout, MLX affine 4/8-bit; Mamba-2 state and
+experts): exact drafting through recurrent state. For each family and every case the token ids
 with drafts (context copies) equal those with `"draft": false` and those of the same request run while three
 others run beside it (--parallel 4, shared rounds), at temperatures 0, 0.7 and 1.0; drafts are really accepted
 and rejected (a rejection rolls the recurrent state back inside its window). Prints the acceptance rate."""
@@ -7,6 +9,7 @@ and rejected (a rejection rolls the recurrent state back inside its window). Pri
 from __future__ import annotations
 
 import itertools
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -14,7 +17,10 @@ import pytest
 
 from ._serve import start_serve
 
-CHECKPOINT = Path(__file__).resolve().parents[1] / "goldens" / "qwen3_5" / "mlx-4bit"
+GOLDENS = Path(__file__).resolve().parents[1] / "goldens"
+FAMILIES = {"qwen3_5": GOLDENS / "qwen3_5" / "mlx-4bit", "nemotron_h": GOLDENS / "nemotron_h" / "mlx-4bit"}
+if os.environ.get("TF_E2E_BACKEND") == "cuda":  # the device suite: nemotron_h does not run on CUDA yet
+    del FAMILIES["nemotron_h"]
 PROMPTS = [
     "Repeat: abc abc abc abc abc abc",
     "Copy this exactly: the cat sat on the mat, the cat sat on the mat.",
@@ -33,13 +39,14 @@ SAMPLING = [
 SEEDS = [1, 2]
 CASES = list(itertools.product(range(len(PROMPTS)), range(len(SAMPLING)), SEEDS))  # 60 cases
 MAX_TOKENS = 32
-_totals = {"drafted": 0, "accepted": 0, "cases": 0, "rejected_rounds": 0}
+_totals = {f: {"drafted": 0, "accepted": 0, "cases": 0, "rejected_rounds": 0} for f in FAMILIES}
 
 
-@pytest.fixture(scope="module")
-def qwen_server(tensorfold_bin, tmp_path_factory):
-    server = start_serve(tensorfold_bin, CHECKPOINT, ["--parallel", "4", "--max-drafts", "8"],
-                         tmp_path_factory.mktemp("qwen3_5"))
+@pytest.fixture(scope="module", params=list(FAMILIES))
+def family_server(request, tensorfold_bin, tmp_path_factory):
+    server = start_serve(tensorfold_bin, FAMILIES[request.param], ["--parallel", "4", "--max-drafts", "8"],
+                         tmp_path_factory.mktemp(request.param))
+    server.family = request.param
     yield server
     server.stop()
 
@@ -66,33 +73,36 @@ def concurrent_ids(client, model, prompt_i, sampling_i, seed, settings):
         return futures[0].result()[0]
 
 
-def test_startup_report_names_the_family(qwen_server):
-    assert "family    qwen3_5" in qwen_server.report
-    assert "bytes of fixed state" in qwen_server.report
-    # No MTP head in this checkpoint: --drafter auto drafts from context copies.
-    assert "drafting  context copies" in qwen_server.report
+def test_startup_report_names_the_family(family_server):
+    assert f"family    {family_server.family}" in family_server.report
+    assert "bytes of fixed state" in family_server.report
+    # No MTP head in these checkpoints: --drafter auto drafts from context copies.
+    assert "drafting  context copies" in family_server.report
 
 
 @pytest.mark.parametrize("prompt_i,sampling_i,seed", CASES)
-def test_drafted_equals_serial_and_concurrent(qwen_server, prompt_i, sampling_i, seed):
-    client, model = qwen_server.client(), qwen_server.model_id
+def test_drafted_equals_serial_and_concurrent(family_server, prompt_i, sampling_i, seed):
+    client, model = family_server.client(), family_server.model_id
     prompt, sampling = PROMPTS[prompt_i], SAMPLING[sampling_i]
     serial, serial_counters = generate(client, model, prompt, sampling, seed, draft=False)
     drafted, counters = generate(client, model, prompt, sampling, seed, draft=True)
     assert serial_counters["drafted"] == 0
     assert drafted == serial
     assert concurrent_ids(client, model, prompt_i, sampling_i, seed, SAMPLING) == serial
-    _totals["drafted"] += counters["drafted"]
-    _totals["accepted"] += counters["accepted"]
-    _totals["rejected_rounds"] += 1 if counters["accepted"] < counters["drafted"] else 0
-    _totals["cases"] += 1
+    totals = _totals[family_server.family]
+    totals["drafted"] += counters["drafted"]
+    totals["accepted"] += counters["accepted"]
+    totals["rejected_rounds"] += 1 if counters["accepted"] < counters["drafted"] else 0
+    totals["cases"] += 1
 
 
-def test_drafts_were_accepted_and_rejected(capsys):
-    """Runs after the cases above (file order): drafts were accepted, and some rounds rejected drafts."""
-    assert _totals["cases"] == len(CASES), "run the whole file: the totals need every case"
+def test_drafts_were_accepted_and_rejected(family_server, capsys):
+    """Runs after the family's cases above (file order, grouped by family): drafts were accepted, and some rounds
+    rejected drafts."""
+    totals = _totals[family_server.family]
+    assert totals["cases"] == len(CASES), "run the whole file: the totals need every case"
     with capsys.disabled():
-        rate = _totals["accepted"] / max(1, _totals["drafted"])
-        print(f"\nqwen3_5 drafting: {_totals['cases']} cases, {_totals['drafted']} drafted, {_totals['accepted']} "
-              f"accepted ({rate:.0%}); {_totals['rejected_rounds']} cases with rejected drafts")
-    assert _totals["accepted"] > 0 and _totals["rejected_rounds"] > 0
+        rate = totals["accepted"] / max(1, totals["drafted"])
+        print(f"\n{family_server.family} drafting: {totals['cases']} cases, {totals['drafted']} drafted, "
+              f"{totals['accepted']} accepted ({rate:.0%}); {totals['rejected_rounds']} cases with rejected drafts")
+    assert totals["accepted"] > 0 and totals["rejected_rounds"] > 0

@@ -3,9 +3,11 @@
 #include <mlx/mlx.h>
 
 #include "backends/mlx/host_kv_cache.h"
+#include "backends/mlx/host_recurrent_state.h"
 #include "backends/mlx/kernels/gated_delta.h"
 #include "backends/mlx/kernels/invariant_attention.h"
 #include "backends/mlx/kernels/invariant_matmul.h"
+#include "backends/mlx/kernels/mamba2_scan.h"
 #include "backends/mlx/kernels/prefill_gemm.h"
 #include "backends/mlx/kernels/quantized_matrix.h"
 #include "backends/mlx/kernels/row_ops.h"
@@ -179,131 +181,6 @@ class MlxKvCache final : public KvCache {
   int kv_heads_, head_dim_;
   std::vector<std::optional<mx::array>> keys_, values_;
   std::int64_t length_ = 0;
-};
-
-// Conv windows and recurrent states of a stream's Gated DeltaNet layers, in host memory (the recurrence runs
-// on the CPU: kernels/gated_delta). Each layer keeps two buffers: a call of at most kReplayRows rows (decode,
-// a verify window) reads the state from one and leaves its result in the other, and keeps its inputs, so a
-// truncation inside that window restores the state before it and replays the accepted rows, bit for bit.
-// Longer calls (prefill chunks) run in place and cannot be rolled back into (docs/architecture.md).
-class MlxRecurrentState final : public RecurrentState {
- public:
-  static constexpr std::int64_t kReplayRows = 16;
-
-  MlxRecurrentState(int layers, const GatedDeltaSpec& spec)
-      : shape_{spec.k_heads, spec.v_heads, spec.k_dim, spec.v_dim, spec.conv_kernel},
-        layers_(static_cast<std::size_t>(layers)) {
-    for (auto& l : layers_)
-      for (auto& b : l.buf) b.assign(static_cast<std::size_t>(floats()), 0.0f);
-  }
-  std::int64_t length() const override { return length_; }
-  std::size_t bytes() const override {
-    std::size_t n = 0;
-    for (const auto& l : layers_) n += (l.buf[0].capacity() + l.buf[1].capacity() + l.inputs.capacity()) * 4;
-    return n;
-  }
-
-  // Runs `rows` positions from `start` (the state's length) through `layer`.
-  void run(int layer, std::int64_t start, std::int64_t rows, const float* qkv, const float* a, const float* b,
-           const GatedDeltaWeights& w, float* out) {
-    if (layer < 0 || static_cast<std::size_t>(layer) >= layers_.size())
-      throw std::invalid_argument("gated_delta: layer");
-    if (start != length_) throw std::invalid_argument("gated_delta: the rows must continue the state");
-    if (layer == 0) {
-      call_start_ = start;
-      replayable_ = rows <= kReplayRows;
-    }
-    auto& l = layers_[static_cast<std::size_t>(layer)];
-    l.w = w;
-    if (replayable_) {
-      l.before = l.cur;
-      l.cur = 1 - l.cur;
-      const auto c = shape_.channels(), h = static_cast<std::int64_t>(shape_.v_heads);
-      l.inputs.assign(qkv, qkv + rows * c);
-      l.inputs.insert(l.inputs.end(), a, a + rows * h);
-      l.inputs.insert(l.inputs.end(), b, b + rows * h);
-      l.rows = rows;
-    } else {
-      l.before = -1;
-    }
-    step(l, rows, qkv, a, b, out);
-    if (static_cast<std::size_t>(layer) + 1 == layers_.size()) length_ = start + rows;
-  }
-
-  void truncate(std::int64_t length) override {
-    if (length == length_) return;
-    if (length < 0 || length > length_ || !replayable_ || length < call_start_)
-      throw std::invalid_argument("recurrent state: truncation outside the last verify window");
-    const std::int64_t keep = length - call_start_;
-    std::vector<float> scratch;
-    for (auto& l : layers_) {
-      const auto c = shape_.channels(), h = static_cast<std::int64_t>(shape_.v_heads);
-      l.cur = l.before;
-      if (keep == 0) continue;
-      const float* qkv = l.inputs.data();
-      const float* a = qkv + l.rows * c;
-      const float* b = a + l.rows * h;
-      scratch.resize(static_cast<std::size_t>(keep * h * shape_.v_dim));
-      l.cur = 1 - l.before;
-      step_from(l, l.before, keep, qkv, a, b, scratch.data());
-    }
-    length_ = length;
-  }
-
-  // [length: int64][per layer: conv window, then state], float32.
-  std::vector<std::uint8_t> snapshot() const override {
-    std::vector<std::uint8_t> out(8 + layers_.size() * static_cast<std::size_t>(floats()) * 4);
-    std::memcpy(out.data(), &length_, 8);
-    std::size_t off = 8;
-    for (const auto& l : layers_) {
-      std::memcpy(out.data() + off, l.buf[l.cur].data(), static_cast<std::size_t>(floats()) * 4);
-      off += static_cast<std::size_t>(floats()) * 4;
-    }
-    return out;
-  }
-
-  void restore(std::span<const std::uint8_t> bytes) override {
-    if (bytes.size() != 8 + layers_.size() * static_cast<std::size_t>(floats()) * 4)
-      throw std::invalid_argument("recurrent state restore: bytes of another shape");
-    std::int64_t length = 0;
-    std::memcpy(&length, bytes.data(), 8);
-    if (length < 0) throw std::invalid_argument("recurrent state restore: negative length");
-    std::size_t off = 8;
-    for (auto& l : layers_) {
-      l.cur = 0;
-      l.before = -1;
-      std::memcpy(l.buf[0].data(), bytes.data() + off, static_cast<std::size_t>(floats()) * 4);
-      off += static_cast<std::size_t>(floats()) * 4;
-    }
-    length_ = length;
-    call_start_ = length;
-    replayable_ = false;
-  }
-
- private:
-  struct Layer {
-    std::vector<float> buf[2];  // [conv window | state]
-    int cur = 0;                // the buffer holding the state at the store's length
-    int before = -1;            // the buffer holding the state before the last call, while it can be replayed
-    std::vector<float> inputs;  // the last call's qkv, a and b rows, while it can be replayed
-    std::int64_t rows = 0;
-    GatedDeltaWeights w;
-  };
-  std::int64_t floats() const { return shape_.conv_floats() + shape_.state_floats(); }
-  // From the state in buf[from] (or in place when from == cur), rows positions, the result in buf[cur].
-  void step_from(Layer& l, int from, std::int64_t rows, const float* qkv, const float* a, const float* b, float* out) {
-    const float* in = l.buf[from].data();
-    float* res = l.buf[l.cur].data();
-    gated_delta_rows(qkv, a, b, rows, l.w, shape_, in, in + shape_.conv_floats(), res, res + shape_.conv_floats(), out);
-  }
-  void step(Layer& l, std::int64_t rows, const float* qkv, const float* a, const float* b, float* out) {
-    step_from(l, l.before >= 0 ? l.before : l.cur, rows, qkv, a, b, out);
-  }
-
-  GatedDeltaShape shape_;
-  std::vector<Layer> layers_;
-  std::int64_t length_ = 0, call_start_ = 0;
-  bool replayable_ = false;
 };
 
 // Rows row .. row + n - 1 of a [rows, cols].
@@ -557,7 +434,72 @@ class MlxBackend final : public Backend {
     if (spec.k_heads <= 0 || spec.v_heads % spec.k_heads != 0 || spec.k_dim <= 0 || spec.v_dim <= 0 ||
         spec.conv_kernel < 1)
       throw std::invalid_argument("new_recurrent_state: a Gated DeltaNet shape needs v_heads a multiple of k_heads");
-    return std::make_unique<MlxRecurrentState>(layers, spec);
+    const GatedDeltaShape shape{spec.k_heads, spec.v_heads, spec.k_dim, spec.v_dim, spec.conv_kernel};
+    return std::make_unique<HostRecurrentState>(layers, shape.conv_floats() + shape.state_floats(),
+                                                static_cast<std::int64_t>(spec.v_heads) * spec.v_dim);
+  }
+
+  bool has_state_space() const override { return true; }
+
+  std::unique_ptr<RecurrentState> new_mamba2_state(int layers, const Mamba2Spec& spec) override {
+    if (spec.heads <= 0 || spec.groups <= 0 || spec.heads % spec.groups != 0 || spec.head_dim <= 0 ||
+        spec.state_size <= 0 || spec.conv_kernel < 1)
+      throw std::invalid_argument("new_mamba2_state: a Mamba-2 shape needs heads a multiple of groups");
+    return std::make_unique<HostRecurrentState>(layers, mamba2_state_floats(spec), spec.inner());
+  }
+
+  Tensor mamba2_scan(std::span<const StreamRows> runs, int layer, const Tensor& xbc, const Tensor& dt,
+                     const DeviceWeight& conv_weight, const DeviceWeight& conv_bias, const DeviceWeight& a_log,
+                     const DeviceWeight& dt_bias, const DeviceWeight& d, const Mamba2Spec& spec) override {
+    const HostView x = host_view(xbc), tv = host_view(dt);
+    const std::int64_t n = x.rows, C = spec.conv_channels(), H = spec.heads;
+    const bool bias = static_cast<bool>(conv_bias.data);
+    if (x.cols != C || tv.rows != n || tv.cols != H || conv_weight.rows != C || conv_weight.cols != spec.conv_kernel ||
+        (bias && conv_bias.cols != C) || a_log.cols != H || dt_bias.cols != H || d.cols != H)
+      throw std::invalid_argument("mamba2_scan: shapes");
+    const Mamba2Weights w{dense_values(conv_weight), bias ? dense_values(conv_bias) : nullptr, dense_values(a_log),
+                          dense_values(dt_bias), dense_values(d)};
+    const auto step = [w, spec](std::span<const HostRecurrentState::Input> in, std::int64_t rows, const float* before,
+                                float* after, float* result) {
+      mamba2_rows(in[0].data, in[1].data, rows, w, spec, before, after, result);
+    };
+    auto [out, y] = new_rows(n, spec.inner());
+    std::int64_t row = 0;
+    for (const auto& run : runs) {
+      auto* st = dynamic_cast<HostRecurrentState*>(run.recurrent);
+      if (st == nullptr) throw std::invalid_argument("mamba2_scan: a run without a host recurrent state");
+      if (row + run.rows > n) throw std::invalid_argument("mamba2_scan: the runs do not cover the rows");
+      const HostRecurrentState::Input inputs[] = {{x.data + row * C, C}, {tv.data + row * H, H}};
+      st->run(layer, run.start, run.rows, inputs, step, y + row * spec.inner());
+      row += run.rows;
+    }
+    if (row != n) throw std::invalid_argument("mamba2_scan: the runs do not cover the rows");
+    return out;
+  }
+
+  Tensor rms_norm_groups(const Tensor& x, const DeviceWeight& weight, int groups, float eps) override {
+    const HostView in = host_view(x);
+    if (groups < 1 || in.cols % groups != 0 || weight.cols != in.cols)
+      throw std::invalid_argument("rms_norm_groups: shape");
+    const std::int64_t width = in.cols / groups;
+    const float* wv = dense_values(weight);
+    auto [t, y] = new_rows(in.rows, in.cols);
+    for (std::int64_t r = 0; r < in.rows; ++r)
+      for (int g = 0; g < groups; ++g) {
+        const std::int64_t at = r * in.cols + g * width;
+        rms_norm_rows(in.data + at, 1, width, wv + g * width, eps, y + at);
+      }
+    return t;
+  }
+
+  Tensor relu_squared(const Tensor& x) override {
+    const HostView in = host_view(x);
+    auto [t, y] = new_rows(in.rows, in.cols);
+    for (std::int64_t i = 0; i < in.rows * in.cols; ++i) {
+      const float v = in.data[i] > 0.0f ? in.data[i] : 0.0f;
+      y[i] = v * v;
+    }
+    return t;
   }
 
   Tensor rms_norm_heads(const Tensor& x, const DeviceWeight& weight, int heads, float eps) override {
@@ -644,13 +586,22 @@ class MlxBackend final : public Backend {
     const GatedDeltaWeights w{dense_values(conv_weight), dense_values(a_log), dense_values(dt_bias)};
     const std::int64_t width = static_cast<std::int64_t>(spec.v_heads) * spec.v_dim;
     auto [out, y] = new_rows(n, width);
+    const GatedDeltaShape shape{spec.k_heads, spec.v_heads, spec.k_dim, spec.v_dim, spec.conv_kernel};
+    // The layer's state is [conv window | recurrent state] (the prompt cache's layout).
+    const auto step = [w, shape](std::span<const HostRecurrentState::Input> in, std::int64_t rows, const float* before,
+                                 float* after, float* result) {
+      gated_delta_rows(in[0].data, in[1].data, in[2].data, rows, w, shape, before, before + shape.conv_floats(), after,
+                       after + shape.conv_floats(), result);
+    };
+    const std::int64_t H = spec.v_heads;
     std::int64_t row = 0;
     for (const auto& run : runs) {
-      auto* st = dynamic_cast<MlxRecurrentState*>(run.recurrent);
-      if (st == nullptr) throw std::invalid_argument("gated_delta: a run without an MLX recurrent state");
+      auto* st = dynamic_cast<HostRecurrentState*>(run.recurrent);
+      if (st == nullptr) throw std::invalid_argument("gated_delta: a run without a host recurrent state");
       if (row + run.rows > n) throw std::invalid_argument("gated_delta: the runs do not cover the rows");
-      st->run(layer, run.start, run.rows, x.data + row * C, av.data + row * spec.v_heads, bv.data + row * spec.v_heads,
-              w, y + row * width);
+      const HostRecurrentState::Input inputs[] = {
+          {x.data + row * C, C}, {av.data + row * H, H}, {bv.data + row * H, H}};
+      st->run(layer, run.start, run.rows, inputs, step, y + row * width);
       row += run.rows;
     }
     if (row != n) throw std::invalid_argument("gated_delta: the runs do not cover the rows");

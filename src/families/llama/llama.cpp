@@ -89,7 +89,7 @@ std::unique_ptr<Model> load_llama(const std::string& path, bool is_gguf, Backend
     l.mixer = AttentionBlock::load(src, p + "self_attn.", ac);
     l.slot = static_cast<int>(i);
     l.post_norm = src.vector(p + "post_attention_layernorm.weight", cfg.hidden);
-    l.mlp = SwiGluMlp::load(src, p + "mlp.", cfg.hidden, cfg.ffn);
+    l.ffn = SwiGluMlp::load(src, p + "mlp.", cfg.hidden, cfg.ffn);
     w.layers.push_back(std::move(l));
   }
   w.final_norm = src.vector("model.norm.weight", cfg.hidden);

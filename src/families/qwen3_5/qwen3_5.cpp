@@ -177,7 +177,7 @@ std::unique_ptr<Model> load_qwen3_5(const std::string& path, bool is_gguf, Backe
       l.slot = recurrent++;
     }
     l.post_norm = src.vector(p + "post_attention_layernorm.weight", cfg.hidden, lay.norms_plus_one);
-    l.mlp = SwiGluMlp::load(src, p + "mlp.", cfg.hidden, cfg.ffn);
+    l.ffn = SwiGluMlp::load(src, p + "mlp.", cfg.hidden, cfg.ffn);
     w.layers.push_back(std::move(l));
   }
   w.final_norm = src.vector(lay.body + "norm.weight", cfg.hidden, lay.norms_plus_one);

@@ -1,0 +1,370 @@
+#!/usr/bin/env python3
+"""Tiny random `nemotron_h` checkpoints in two real on-disk formats, with golden logits from HF transformers.
+
+Runs on a CPU (transformers >= 5 with nemotron_h, torch, safetensors, numpy; no network, no mlx):
+    python3 scripts/golden/make_nemotron_h_tiny.py [OUT_DIR]   # OUT_DIR default tests/goldens/nemotron_h
+and writes OUT_DIR/{bf16,mlx-4bit}/. Seeded and deterministic (numpy + torch seeds, CPU init); the reference
+forwards run in float64.
+
+The model (a Nemotron-H hybrid, shrunk): vocab 320, hidden 64, 6 layers "MEM*E-" (hybrid_override_pattern, saved
+as layers_block_type): Mamba-2 (4 heads x 16, ssm_state 32, n_groups 2, conv kernel 4 with bias, chunk 8),
+MoE (8 routed experts of 64, top-2, sigmoid router with e_score_correction_bias, n_group 2 / topk_group 1,
+norm_topk_prob, routed_scaling_factor 2.5, one shared expert of 64; relu2 experts), attention without RoPE
+(4 q / 2 kv heads x 16), relu2 MLP of 128, RMSNorm eps 1e-5, untied lm_head.
+
+Weights: torch.manual_seed(0) init by transformers, then every parameter that init leaves trivial or equal is
+perturbed with seeded noise: all RMSNorm weights and the gated norm (init 1), D (1), dt_bias, conv1d weight and
+bias, the router weight (N(0, 0.5): varied routing) and e_score_correction_bias (init 0, N(0, 0.05): big enough to
+change some choices against the unbiased scores). Every value is then rounded to bf16 (A_log and
+e_score_correction_bias stay float32, as real checkpoints keep them).
+
+Variants (OUT_DIR/<name>/: config.json, safetensors (+ index), tokenizer.json, tokenizer_config.json,
+generation_config.json, golden.json):
+  (a) bf16: what transformers' save_pretrained writes (its conversion mapping turns the runtime names back into
+      the checkpoint's: backbone.*, experts.N.{up,down}_proj.weight), rewritten into 2 shards with
+      model.safetensors.index.json.
+  (b) mlx-4bit: mlx-community layout as mlx-lm's nemotron_h sanitize + convert writes it: experts stacked as
+      mixer.switch_mlp.fc1 [E, I, H] / fc2 [E, H, I], conv1d as [C, K, 1]; every Linear, the stacks and the
+      embedding MLX-affine 4-bit g64 except per-module overrides at 8-bit g64 (lm_head and layer 5's MLP
+      down_proj: mixed bits); the router `mixer.gate` is not an nn.Linear in mlx-lm, so it stays bf16 as there.
+      The golden uses the DEQUANTIZED weights exactly as MLX dequantizes them (make_qwen3_5_tiny.py's quantizer).
+
+golden.json: prompt_ids (3 seeded prompts of lengths 5, 17, 40, ids in 0..255), logits (float32 logits of the
+last 3 positions of each prompt), greedy (16 tokens by repeated argmax over a full re-forward; EOS is not a stop),
+gaps (top1 - top2 logit at each greedy step), top1_logit.
+Reference precision: the model is cast to float64 and transformers' float32 islands are patched to stay in float64:
+the RMSNorms, the gated group RMSNorm, the router (it casts to float32), the attention softmax, and the Mamba-2
+scan (replaced by the exact sequential recurrence in float64: dt = softplus(dt + dt_bias) clamped to
+time_step_limit, S = exp(dt A) S + dt B x, y = C S + D x). The unpatched transformers forward (float32, chunked
+SSD scan) is also run and its max |diff| logged, as a check of the patches.
+Tokenizer: make_qwen3_5_tiny.py's (byte-level BPE over 275 ids, ChatML template).
+"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import transformers
+from safetensors import safe_open
+from safetensors.torch import save_file
+from transformers import NemotronHConfig, NemotronHForCausalLM
+from transformers.models.nemotron_h import modeling_nemotron_h as mh
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_qwen3_5_tiny import (f32list, mlx_dequantize, mlx_quantize, to_bytes, tokenizer_files,  # noqa: E402
+                               write_common, write_safetensors)
+
+PATTERN = "MEM*E-"
+CONFIG = dict(
+    vocab_size=320, hidden_size=64, hybrid_override_pattern=PATTERN, num_hidden_layers=len(PATTERN),
+    num_attention_heads=4, num_key_value_heads=2, head_dim=16, intermediate_size=128, mlp_hidden_act="relu2",
+    mamba_num_heads=4, mamba_head_dim=16, ssm_state_size=32, n_groups=2, conv_kernel=4, chunk_size=8,
+    use_conv_bias=True, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=64,
+    moe_shared_expert_intermediate_size=64, n_shared_experts=1, n_group=2, topk_group=1, norm_topk_prob=True,
+    routed_scaling_factor=2.5, layer_norm_epsilon=1e-5, max_position_embeddings=4096, tie_word_embeddings=False,
+    eos_token_id=258, pad_token_id=256, bos_token_id=256, num_nextn_predict_layers=0)
+PROMPT_LENS = [5, 17, 40]
+GREEDY_STEPS = 16
+MLX_OVERRIDES = {"lm_head": 8, "backbone.layers.5.mixer.down_proj": 8}  # module path -> bits (g64)
+KEEP_F32 = ("A_log", "e_score_correction_bias")
+LOG = []
+SCAN_CALLS = [0]  # the float64 scan really runs (the patch took): counted, checked in reference_logits
+
+
+def log(*a):
+    s = " ".join(str(x) for x in a)
+    print(s, flush=True)
+    LOG.append(s)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# float64 reference: keep transformers' nemotron_h code from dropping to float32 inside
+
+def _rms_f64(self, x):
+    x = x.to(torch.float64)
+    return self.weight.to(x.dtype) * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon))
+
+
+def _gated_rms_f64(self, x, gate=None):
+    x = x.to(torch.float64)
+    if gate is not None:
+        x = x * torch.nn.functional.silu(gate.to(x.dtype))
+    g = x.view(*x.shape[:-1], -1, self.group_size)
+    g = g * torch.rsqrt(g.pow(2).mean(-1, keepdim=True) + self.variance_epsilon)
+    return self.weight.to(x.dtype) * g.view(x.shape)
+
+
+def _router_f64(self, hidden_states):
+    h = hidden_states.view(-1, self.hidden_dim).to(torch.float64)
+    logits = h @ self.weight.to(torch.float64).T
+    scores = logits.sigmoid()
+    choice = scores + self.e_score_correction_bias.to(torch.float64)
+    per = self.num_experts // self.num_group
+    group_scores = choice.view(-1, self.num_group, per).topk(2, dim=-1)[0].sum(-1)
+    keep = torch.zeros_like(group_scores).scatter_(1, group_scores.topk(self.topk_group, dim=-1)[1], 1.0)
+    mask = keep.unsqueeze(-1).expand(-1, self.num_group, per).reshape(-1, self.num_experts).bool()
+    idx = choice.masked_fill(~mask, float("-inf")).topk(self.top_k, dim=-1)[1]
+    w = scores.gather(1, idx)
+    if self.norm_topk_prob:
+        w = w / (w.sum(-1, keepdim=True) + 1e-20)
+    return logits, w * self.routed_scaling_factor, idx
+
+
+def _scan_f64(module, hidden_states, B, C, dt, cache, **kw):
+    """The exact sequential Mamba-2 recurrence in float64 (no cache: full forwards only)."""
+    assert cache is None
+    SCAN_CALLS[0] += 1
+    b, T, _ = hidden_states.shape
+    H, P, N, G = module.num_heads, module.head_dim, module.ssm_state_size, module.n_groups
+    x = hidden_states.to(torch.float64).view(b, T, H, P)
+    Bm = B.to(torch.float64).view(b, T, G, N).repeat_interleave(H // G, dim=2)
+    Cm = C.to(torch.float64).view(b, T, G, N).repeat_interleave(H // G, dim=2)
+    d = torch.nn.functional.softplus(dt.to(torch.float64) + module.dt_bias.to(torch.float64))
+    d = d.clamp(min=module.time_step_limit[0], max=module.time_step_limit[1])
+    A = -torch.exp(module.A_log.to(torch.float64))
+    S = torch.zeros(b, H, P, N, dtype=torch.float64, device=x.device)
+    out = torch.zeros(b, T, H, P, dtype=torch.float64, device=x.device)
+    for t in range(T):
+        S = S * torch.exp(d[:, t] * A)[:, :, None, None] + (d[:, t, :, None] * Bm[:, t])[:, :, None, :] * x[:, t, :, :, None]
+        out[:, t] = (S * Cm[:, t, :, None, :]).sum(-1) + x[:, t] * module.D.to(torch.float64)[None, :, None]
+    return out.view(b, T, H * P)
+
+
+def _eager_f64(module, query, key, value, attention_mask, scaling, dropout=0.0, **kw):
+    k = mh.repeat_kv(key, module.num_key_value_groups)
+    v = mh.repeat_kv(value, module.num_key_value_groups)
+    s = torch.matmul(query, k.transpose(2, 3)) * scaling
+    T, S = s.shape[-2], s.shape[-1]
+    s = s.masked_fill(torch.ones(T, S, dtype=torch.bool, device=s.device).triu(S - T + 1), float("-inf"))
+    return torch.matmul(s.softmax(-1), v).transpose(1, 2).contiguous(), None
+
+
+class F64Patches:
+    NAMES = ("NemotronHRMSNorm.forward", "NemotronHRMSNormGated.forward", "NemotronHTopkRouter.forward",
+             "mamba2_scan_forward", "eager_attention_forward")
+
+    def __enter__(self):
+        self.saved = (mh.NemotronHRMSNorm.forward, mh.NemotronHRMSNormGated.forward, mh.NemotronHTopkRouter.forward,
+                      mh.mamba2_scan_forward, mh.eager_attention_forward)
+        mh.NemotronHRMSNorm.forward = _rms_f64
+        mh.NemotronHRMSNormGated.forward = _gated_rms_f64
+        mh.NemotronHTopkRouter.forward = _router_f64
+        mh.mamba2_scan_forward = _scan_f64
+        mh.eager_attention_forward = _eager_f64
+        return self
+
+    def __exit__(self, *a):
+        (mh.NemotronHRMSNorm.forward, mh.NemotronHRMSNormGated.forward, mh.NemotronHTopkRouter.forward,
+         mh.mamba2_scan_forward, mh.eager_attention_forward) = self.saved
+
+
+# ----------------------------------------------------------------------------------------------------------------
+
+def round_bf16_(t):
+    return t.to(torch.bfloat16).to(t.dtype)
+
+
+def build_model():
+    cfg = NemotronHConfig(**CONFIG)
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(0)
+    model = NemotronHForCausalLM(cfg).to(torch.float32).eval()
+    rng = np.random.default_rng(52)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = lambda scale: torch.from_numpy(rng.normal(0, scale, tuple(p.shape)).astype(np.float32))  # noqa
+            if name.endswith("norm.weight") or name.endswith("norm_f.weight") or name.endswith(".D"):
+                p.copy_(1.0 + noise(0.1))
+            elif name.endswith("dt_bias") or "conv1d" in name:
+                p.add_(noise(0.1))
+            elif name.endswith("gate.weight"):
+                p.copy_(noise(0.5))
+        for name, buf in model.named_buffers():
+            if name.endswith("e_score_correction_bias"):
+                buf.copy_(torch.from_numpy(rng.normal(0, 0.05, tuple(buf.shape)).astype(np.float32)))
+        for name, p in list(model.named_parameters()) + list(model.named_buffers()):
+            if not name.endswith(KEEP_F32):
+                p.copy_(round_bf16_(p))
+    return model
+
+
+def saved_state_dict(model):
+    """What save_pretrained writes (names after transformers' reverse conversion), bf16 but KEEP_F32 tensors."""
+    m = NemotronHForCausalLM(model.config)
+    m.load_state_dict(model.state_dict())
+    m = m.to(torch.bfloat16)
+    with torch.no_grad():
+        for name, p in list(m.named_parameters()) + list(m.named_buffers()):
+            if name.endswith(KEEP_F32):
+                p.data = dict(list(model.named_parameters()) + list(model.named_buffers()))[name].data.clone()
+    tmp = tempfile.mkdtemp()
+    try:
+        m.save_pretrained(tmp)
+        sd = {}
+        for fn in sorted(os.listdir(tmp)):
+            if fn.endswith(".safetensors"):
+                with safe_open(os.path.join(tmp, fn), "pt") as f:
+                    for k in f.keys():
+                        sd[k] = f.get_tensor(k)
+        cfg = json.load(open(os.path.join(tmp, "config.json")))
+    finally:
+        shutil.rmtree(tmp)
+    return sd, cfg
+
+
+@torch.no_grad()
+def run_golden(model, prompts):
+    logits, greedy, gaps, top1 = [], [], [], []
+    for ids in prompts:
+        seq = list(ids)
+        g, gp, t1 = [], [], []
+        for step in range(GREEDY_STEPS):
+            lg = model(input_ids=torch.tensor([seq]), use_cache=False).logits[0]
+            if step == 0:
+                logits.append([f32list(lg[j].numpy()) for j in range(len(ids) - 3, len(ids))])
+            last = lg[-1]
+            top = torch.topk(last, 2)
+            g.append(int(top.indices[0]))
+            gp.append(float(top.values[0] - top.values[1]))
+            t1.append(float(top.values[0]))
+            seq.append(g[-1])
+        greedy.append(g)
+        gaps.append(gp)
+        top1.append(t1)
+    return {"logits": logits, "greedy": greedy, "gaps": gaps, "top1_logit": top1}
+
+
+@torch.no_grad()
+def reference_logits(model, ref, prompts, check_unpatched=True):
+    """The float64 golden of a model holding `ref` (checkpoint names -> numpy) as its weights."""
+    m = NemotronHForCausalLM(model.config).to(torch.float64).eval()
+    m.config._attn_implementation = "eager"
+    m.config._experts_implementation = "eager"  # the grouped_mm kernel takes no float64
+    runtime = {k: v for k, v in list(model.named_parameters()) + list(model.named_buffers())}
+    sd = m.state_dict()
+    for k in sd:
+        assert k in ref, k
+        sd[k].copy_(torch.from_numpy(np.asarray(ref[k], np.float64)).view(sd[k].shape))
+    assert set(ref) == set(sd), set(ref) ^ set(sd)
+    del runtime
+    calls = SCAN_CALLS[0]
+    with F64Patches():
+        golden = run_golden(m, prompts)
+    assert SCAN_CALLS[0] - calls == 2 * GREEDY_STEPS * len(prompts), "the float64 scan patch did not take"
+    if check_unpatched:
+        m32 = NemotronHForCausalLM(model.config).eval()
+        m32.load_state_dict({k: v.to(torch.float32) for k, v in m.state_dict().items()})
+        worst = 0.0
+        for i, ids in enumerate(prompts):
+            lg = m32(input_ids=torch.tensor([ids]), use_cache=False).logits[0, -3:].numpy()
+            worst = max(worst, float(np.abs(lg - np.array(golden["logits"][i], np.float64)).max()))
+        log(f"  unpatched transformers float32 (chunked SSD scan) vs the float64 golden: max |diff| {worst:.2e}")
+        assert worst < 1e-3, worst
+    return golden
+
+
+def runtime_names(model):
+    """Runtime state-dict name -> numpy float64, experts as stacks [E, out, in] (transformers 5's layout)."""
+    return {k: v.detach().to(torch.float64).numpy() for k, v in model.state_dict().items()}
+
+
+def main():
+    out_root = sys.argv[1] if len(sys.argv) > 1 else "tests/goldens/nemotron_h"
+    os.makedirs(out_root, exist_ok=True)
+    log(f"transformers {transformers.__version__}, torch {torch.__version__}, float64 on cpu; script "
+        f"scripts/golden/make_nemotron_h_tiny.py")
+    rng = np.random.default_rng(1234)
+    prompts = [[int(v) for v in rng.integers(0, 256, n)] for n in PROMPT_LENS]
+    tok, tcfg, gcfg = tokenizer_files()
+    model = build_model()
+    rt = runtime_names(model)
+    sd, hf_cfg = saved_state_dict(model)
+    log("saved:", len(sd), "tensors:", ", ".join(k for k in sorted(sd) if ".layers.1." in k or ".layers." not in k))
+
+    # ---------------- (a) bf16, sharded
+    da = os.path.join(out_root, "bf16")
+    os.makedirs(da, exist_ok=True)
+    names = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+    shard1 = {k: v for k, v in sd.items() if ".layers." in k and int(k.split(".")[2]) < 3}
+    shard2 = {k: v for k, v in sd.items() if k not in shard1}
+    wmap = {}
+    for fn, part in zip(names, (shard1, shard2)):
+        save_file({k: v.contiguous() for k, v in part.items()}, os.path.join(da, fn), metadata={"format": "pt"})
+        wmap.update({k: fn for k in part})
+    total = sum(v.numel() * v.element_size() for v in sd.values())
+    json.dump({"metadata": {"total_size": total, "total_parameters": sum(v.numel() for v in sd.values())},
+               "weight_map": dict(sorted(wmap.items()))},
+              open(os.path.join(da, "model.safetensors.index.json"), "w"), indent=2)
+    json.dump(hf_cfg, open(os.path.join(da, "config.json"), "w"), indent=2)
+    write_common(da, tok, tcfg, gcfg)
+    log("bf16:")
+    golden = reference_logits(model, rt, prompts)
+    golden.update(prompt_ids=prompts, made_with=LOG[0], variant="bf16")
+    json.dump(golden, open(os.path.join(da, "golden.json"), "w"))
+
+    # ---------------- (b) mlx-4bit: mlx-lm's layout and quantization, the golden from the dequantized values
+    db = os.path.join(out_root, "mlx-4bit")
+    os.makedirs(db, exist_ok=True)
+    files, ref = {}, dict(rt)
+    qblock = {"group_size": 64, "bits": 4, "mode": "affine"}
+    E = CONFIG["n_routed_experts"]
+    for k, v in sorted(sd.items()):
+        arr = v.to(torch.float32).numpy()
+        fdt = "f32" if k.endswith(KEEP_F32) else "bf16"
+        if ".experts." in k:
+            continue  # stacked below
+        if "conv1d.weight" in k:
+            files[k] = (fdt, (arr.shape[0], arr.shape[2], 1), to_bytes(np.ascontiguousarray(arr.transpose(0, 2, 1)), fdt))
+            continue
+        module = k[: -len(".weight")] if k.endswith(".weight") else None
+        linear = module is not None and arr.ndim == 2 and not k.endswith("norm.weight") and not k.endswith(
+            "norm_f.weight") and not k.endswith("mixer.gate.weight") and arr.shape[1] % 64 == 0
+        if not linear:
+            files[k] = (fdt, arr.shape, to_bytes(arr, fdt))
+            continue
+        bits = MLX_OVERRIDES.get(module, 4)
+        if bits != 4:
+            qblock[module] = {"group_size": 64, "bits": bits}
+        packed, s, b = mlx_quantize(arr, 64, bits, "bf16")
+        files[module + ".weight"] = ("u32", packed.shape, to_bytes(packed, "u32"))
+        files[module + ".scales"] = ("bf16", s.shape, to_bytes(s, "bf16"))
+        files[module + ".biases"] = ("bf16", b.shape, to_bytes(b, "bf16"))
+        rname = k.replace("backbone.", "model.").replace("model.embeddings.", "model.embeddings.")
+        rname = rname if rname in ref else k
+        assert rname in ref, (k, rname)
+        ref[rname] = mlx_dequantize(packed, s, b, 64, 4 if bits == 4 else bits, "bf16")
+    for layer, kind in enumerate(PATTERN):
+        if kind != "E":
+            continue
+        for proj, fc in (("up_proj", "fc1"), ("down_proj", "fc2")):
+            stack = np.stack([sd[f"backbone.layers.{layer}.mixer.experts.{e}.{proj}.weight"].to(torch.float32).numpy()
+                              for e in range(E)])
+            Eo, out, inn = stack.shape
+            packed, s, b = mlx_quantize(stack.reshape(Eo * out, inn), 64, 4, "bf16")
+            module = f"backbone.layers.{layer}.mixer.switch_mlp.{fc}"
+            files[module + ".weight"] = ("u32", (Eo, out, packed.shape[1]), to_bytes(packed, "u32"))
+            files[module + ".scales"] = ("bf16", (Eo, out, s.shape[1]), to_bytes(s, "bf16"))
+            files[module + ".biases"] = ("bf16", (Eo, out, b.shape[1]), to_bytes(b, "bf16"))
+            ref[f"model.layers.{layer}.mixer.experts.{proj}"] = mlx_dequantize(packed, s, b, 64, 4, "bf16").reshape(
+                Eo, out, inn)
+    write_safetensors(os.path.join(db, "model.safetensors"), files, {"format": "mlx"})
+    size = os.path.getsize(os.path.join(db, "model.safetensors"))
+    json.dump({"metadata": {"total_size": size}, "weight_map": {k: "model.safetensors" for k in sorted(files)}},
+              open(os.path.join(db, "model.safetensors.index.json"), "w"), indent=2)
+    mcfg = dict(hf_cfg)
+    mcfg["quantization"] = qblock
+    mcfg["quantization_config"] = dict(qblock)
+    json.dump(dict(sorted(mcfg.items())), open(os.path.join(db, "config.json"), "w"), indent=2)
+    write_common(db, tok, tcfg, gcfg)
+    log("mlx-4bit:")
+    golden = reference_logits(model, ref, prompts)
+    golden.update(prompt_ids=prompts, made_with=LOG[0], variant="mlx-4bit")
+    json.dump(golden, open(os.path.join(db, "golden.json"), "w"))
+    log("done")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+#include "blocks/moe.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tf {
+MoeBlock MoeBlock::load(WeightSource& src, const std::string& prefix, const MoeConfig& cfg) {
+  MoeBlock m;
+  m.cfg = cfg;
+  const std::int64_t E = cfg.router.experts, I = cfg.ffn, width = cfg.latent > 0 ? cfg.latent : cfg.hidden;
+  if (const std::string problem = router_spec_problem(cfg.router); !problem.empty()) src.fail(problem);
+  m.router = src.matrix(prefix + "gate.weight", E, cfg.hidden);
+  const std::string bias = prefix + "gate.e_score_correction_bias";
+  if (src.has(bias)) m.cfg.router.correction_bias = src.floats(bias, E);
+
+  const auto per_expert = [&](const std::string& proj, std::int64_t rows, std::int64_t cols) {
+    std::vector<DeviceWeight> out;
+    for (std::int64_t e = 0; e < E; ++e)
+      out.push_back(src.matrix(prefix + "experts." + std::to_string(e) + "." + proj + ".weight", rows, cols));
+    return out;
+  };
+  if (src.has(prefix + "experts.0.up_proj.weight")) {
+    if (cfg.gated) m.gate = per_expert("gate_proj", I, width);
+    m.up = per_expert("up_proj", I, width);
+    m.down = per_expert("down_proj", width, I);
+  } else if (src.has(prefix + "experts.down_proj")) {
+    if (cfg.gated) {
+      m.gate = src.stack(prefix + "experts.gate_up_proj", E, 2 * I, width, 0, I);
+      m.up = src.stack(prefix + "experts.gate_up_proj", E, 2 * I, width, I, I);
+    } else {
+      m.up = src.stack(prefix + "experts.up_proj", E, I, width);
+    }
+    m.down = src.stack(prefix + "experts.down_proj", E, width, I);
+  } else if (!cfg.gated && src.has(prefix + "switch_mlp.fc1.weight")) {
+    m.up = src.stack(prefix + "switch_mlp.fc1.weight", E, I, width);
+    m.down = src.stack(prefix + "switch_mlp.fc2.weight", E, width, I);
+  } else if (src.has(prefix + "switch_mlp.up_proj.weight")) {
+    if (cfg.gated) m.gate = src.stack(prefix + "switch_mlp.gate_proj.weight", E, I, width);
+    m.up = src.stack(prefix + "switch_mlp.up_proj.weight", E, I, width);
+    m.down = src.stack(prefix + "switch_mlp.down_proj.weight", E, width, I);
+  } else {
+    src.fail("missing tensor '" + prefix + "experts.0.up_proj.weight' (no routed experts under '" + prefix +
+             "' in any known layout)");
+  }
+  if (cfg.shared_ffn > 0) {
+    const std::string s = prefix + "shared_experts.";
+    if (cfg.gated) m.shared_gate = src.matrix(s + "gate_proj.weight", cfg.shared_ffn, cfg.hidden);
+    m.shared_up = src.matrix(s + "up_proj.weight", cfg.shared_ffn, cfg.hidden);
+    m.shared_down = src.matrix(s + "down_proj.weight", cfg.hidden, cfg.shared_ffn);
+  }
+  if (cfg.latent > 0) {
+    m.latent_in = src.matrix(prefix + "fc1_latent_proj.weight", cfg.latent, cfg.hidden);
+    m.latent_out = src.matrix(prefix + "fc2_latent_proj.weight", cfg.hidden, cfg.latent);
+  }
+  return m;
+}
+
+Tensor MoeBlock::forward(Backend& b, const Tensor& h) const {
+  const auto& rs = cfg.router;
+  const std::vector<float> logits = b.to_host(b.linear(h, router));
+  const Tensor routed_in = cfg.latent > 0 ? b.linear(h, latent_in) : h;
+  const std::vector<float> x = b.to_host(routed_in);
+  const std::int64_t width = cfg.latent > 0 ? cfg.latent : cfg.hidden;
+  const auto n = static_cast<std::int64_t>(logits.size()) / rs.experts;
+  const auto k = static_cast<std::size_t>(rs.top_k);
+
+  // Each row's choices, and for each expert the (row, slot) pairs it serves, in row order.
+  std::vector<std::vector<ExpertChoice>> choices(static_cast<std::size_t>(n));
+  std::vector<std::vector<std::pair<std::int64_t, std::size_t>>> served(static_cast<std::size_t>(rs.experts));
+  for (std::int64_t r = 0; r < n; ++r) {
+    choices[static_cast<std::size_t>(r)] =
+        route_row(std::span<const float>(logits).subspan(static_cast<std::size_t>(r * rs.experts),
+                                                         static_cast<std::size_t>(rs.experts)),
+                  rs);
+    for (std::size_t s = 0; s < k; ++s)
+      served[static_cast<std::size_t>(choices[static_cast<std::size_t>(r)][s].expert)].push_back({r, s});
+  }
+
+  // Every (row, slot)'s expert output, computed in pieces no longer than the backend's row-invariant calls.
+  const std::int64_t piece = std::max<std::int64_t>(1, b.invariant_rows());
+  std::vector<float> outputs(static_cast<std::size_t>(n) * k * static_cast<std::size_t>(width));
+  std::vector<float> rows;
+  for (std::size_t e = 0; e < served.size(); ++e) {
+    const auto& list = served[e];
+    for (std::size_t at = 0; at < list.size(); at += static_cast<std::size_t>(piece)) {
+      const std::size_t m = std::min(list.size() - at, static_cast<std::size_t>(piece));
+      rows.resize(m * static_cast<std::size_t>(width));
+      for (std::size_t i = 0; i < m; ++i)
+        std::memcpy(rows.data() + i * static_cast<std::size_t>(width),
+                    x.data() + static_cast<std::size_t>(list[at + i].first * width),
+                    static_cast<std::size_t>(width) * sizeof(float));
+      const Tensor in = b.from_host(rows, static_cast<std::int64_t>(m), width);
+      const Tensor act =
+          cfg.gated ? b.swiglu(b.linear(in, gate[e]), b.linear(in, up[e])) : b.relu_squared(b.linear(in, up[e]));
+      const std::vector<float> y = b.to_host(b.linear(act, down[e]));
+      for (std::size_t i = 0; i < m; ++i) {
+        const auto [r, s] = list[at + i];
+        std::memcpy(outputs.data() + (static_cast<std::size_t>(r) * k + s) * static_cast<std::size_t>(width),
+                    y.data() + i * static_cast<std::size_t>(width), static_cast<std::size_t>(width) * sizeof(float));
+      }
+    }
+  }
+
+  // Each row's weighted sum, from zero, in ascending expert order (its choices' order).
+  std::vector<float> sum(static_cast<std::size_t>(n * width), 0.0f);
+  for (std::int64_t r = 0; r < n; ++r) {
+    float* acc = sum.data() + r * width;
+    for (std::size_t s = 0; s < k; ++s) {
+      const float w = choices[static_cast<std::size_t>(r)][s].weight;
+      const float* y = outputs.data() + (static_cast<std::size_t>(r) * k + s) * static_cast<std::size_t>(width);
+      for (std::int64_t j = 0; j < width; ++j) acc[j] = acc[j] + y[j] * w;
+    }
+  }
+  Tensor out = b.from_host(sum, n, width);
+  if (cfg.latent > 0) out = b.linear(out, latent_out);
+  if (cfg.shared_ffn > 0) {
+    const Tensor act =
+        cfg.gated ? b.swiglu(b.linear(h, shared_gate), b.linear(h, shared_up)) : b.relu_squared(b.linear(h, shared_up));
+    out = b.add(out, b.linear(act, shared_down));
+  }
+  return out;
+}
+
+}  // namespace tf

@@ -1,0 +1,51 @@
+#pragma once
+// A mixture-of-experts feed-forward block (families-and-formats §1.5): a router (blocks/moe_router.h) picks
+// each row's top-k routed experts; each expert is a SwiGLU MLP down(silu(gate x) * up x) or a non-gated one
+// down(max(up x, 0)^2); their outputs, times the router's weights, are summed in ascending expert order; an
+// optional latent projection wraps the routed experts (x -> latent_in x before them, latent_out after the sum);
+// an optional shared expert (same activation) runs on every row and is added unweighted.
+//
+// Exactness: each row is routed from its own logits alone, and the rows an expert serves are multiplied in
+// pieces of at most Backend::invariant_rows() rows, which that backend computes with the same bits whatever
+// rows share the piece: so a row's output never depends on the rows beside it in the call (prefill, decode,
+// verify windows and shared rounds alike). Expert weights are held one DeviceWeight per expert and projection,
+// read from any of the stored layouts (load()).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "blocks/moe_router.h"
+#include "blocks/weight_source.h"
+
+namespace tf {
+
+struct MoeConfig {
+  std::int64_t hidden = 0;
+  std::int64_t ffn = 0;         // each routed expert's intermediate width (moe_intermediate_size)
+  std::int64_t shared_ffn = 0;  // the shared expert's (0: none)
+  std::int64_t latent = 0;      // moe_latent_size (0: the experts read and write hidden rows)
+  bool gated = true;            // SwiGLU experts; false: up/down with squared ReLU
+  RouterSpec router;
+};
+
+struct MoeBlock {
+  MoeConfig cfg;
+  DeviceWeight router;                       // [experts, hidden]
+  std::vector<DeviceWeight> gate, up, down;  // per expert (gate only when gated)
+  DeviceWeight shared_gate, shared_up, shared_down;
+  DeviceWeight latent_in, latent_out;
+
+  // From `prefix`: the router gate.weight (+ gate.e_score_correction_bias, read into cfg.router), the routed
+  // experts in one of the layouts checkpoints use:
+  //   experts.N.{gate,up,down}_proj.weight                 Hugging Face, one tensor per expert
+  //   experts.{gate_up,up,down}_proj [E, out, in]          transformers 5 stacks (gate_up fused: gate rows first)
+  //   switch_mlp.{gate,up,down}_proj.weight [E, out, in]   mlx-lm (quantized with a leading E dimension)
+  //   switch_mlp.{fc1,fc2}.weight [E, out, in]             mlx-lm's non-gated experts (fc1 up, fc2 down)
+  // then shared_experts.{gate,up,down}_proj and fc1_latent_proj / fc2_latent_proj where the config has them.
+  static MoeBlock load(WeightSource& src, const std::string& prefix, const MoeConfig& cfg);
+  // h [n, hidden] -> [n, hidden].
+  Tensor forward(Backend& b, const Tensor& h) const;
+};
+
+}  // namespace tf
