@@ -43,19 +43,15 @@ Row& scaled_row(std::span<const float> logits, float temperature) {
   const std::size_t n = logits.size();
   if (static_cast<std::int64_t>(n) > sampling::kMaxVocab) throw std::invalid_argument("sampler: vocabulary over 2^21");
   r.v.resize(n);
-  float mx = -std::numeric_limits<float>::infinity();
   std::size_t nans = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const float v = logits[i] / temperature;
-    r.v[i] = v;
-    nans += v != v;
-    mx = v > mx ? v : mx;
-  }
+  const float mx = scale_row(logits.data(), n, temperature, r.v.data(), nans);
   r.count = n - nans;
+  // The first candidate: the lowest id holding the maximum, and its own value (of a -0/+0 tie, its sign), as
+  // the CUDA sampler takes it.
   r.first = {0, mx};
   for (std::size_t i = 0; i < n; ++i)
     if (r.v[i] == mx) {
-      r.first.first = static_cast<std::int32_t>(i);
+      r.first = {static_cast<std::int32_t>(i), r.v[i]};
       break;
     }
   return r;

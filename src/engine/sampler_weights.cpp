@@ -50,9 +50,50 @@ __attribute__((target("avx2"))) void row_weights_avx2(const float* v, std::size_
   }
   for (; i < n; ++i) w[i] = weight_or_zero(v[i], v_max);
 }
+
+__attribute__((target("avx2"))) float scale_row_avx2(const float* logits, std::size_t n, float temperature, float* v,
+                                                     std::size_t& nans) {
+  const __m256 t = _mm256_set1_ps(temperature);
+  __m256 mx = _mm256_set1_ps(-__builtin_inff());
+  std::size_t i = 0, bad = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_div_ps(_mm256_loadu_ps(logits + i), t);
+    _mm256_storeu_ps(v + i, x);
+    mx = _mm256_max_ps(x, mx);  // a NaN lane of x gives mx's lane back
+    bad += static_cast<std::size_t>(__builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)))));
+  }
+  float lanes[8];
+  _mm256_storeu_ps(lanes, mx);
+  float m = lanes[0];
+  for (float l : lanes) m = l > m ? l : m;
+  for (; i < n; ++i) {
+    const float x = logits[i] / temperature;
+    v[i] = x;
+    bad += x != x;
+    m = x > m ? x : m;
+  }
+  nans = bad;
+  return m;
+}
 #endif
 
 }  // namespace
+
+float scale_row(const float* logits, std::size_t n, float temperature, float* v, std::size_t& nans) {
+#if TF_WEIGHTS_AVX2
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return scale_row_avx2(logits, n, temperature, v, nans);
+#endif
+  float m = -__builtin_inff();
+  nans = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float x = logits[i] / temperature;
+    v[i] = x;
+    nans += x != x;
+    m = x > m ? x : m;
+  }
+  return m;
+}
 
 void row_weights_scalar(const float* v, std::size_t n, float v_max, double* w) {
   for (std::size_t i = 0; i < n; ++i) w[i] = weight_or_zero(v[i], v_max);
