@@ -160,7 +160,7 @@ MessagesRequest parse_messages_request(const json& body, bool count_only) {
   if (!messages) throw invalid_request("Missing required parameter: 'messages'.", "messages");
   // Anthropic's rules: the conversation starts with a user turn.
   if (!messages->empty() && (*messages)[0].is_object() && (*messages)[0].value("role", "") == "assistant")
-    throw invalid_request("messages: the first message must use the \"user\" role.", "messages[0].role",
+    throw invalid_request("messages[0].role: the first message must use the \"user\" role.", "messages[0].role",
                           "invalid_value");
   for (std::size_t i = 0; i < messages->size(); ++i)
     add_message((*messages)[i], fmt::format("messages[{}]", i), openai["messages"]);
