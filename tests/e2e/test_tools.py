@@ -1,6 +1,7 @@
 """Tool calls through the official `openai` SDK against the default model. The 135M model rarely calls a tool by
 itself, so most tests force a call with tool_choice "required" or a named function: the server then holds the
-reply to the call's syntax (a token mask), and the reply must come back as a well-formed call."""
+reply to the calls' grammar (the format's syntax, each function's arguments held to its schema: a token mask),
+and the reply must come back as a well-formed call. tests/e2e/test_tool_grammar.py runs the schema matrix."""
 
 from __future__ import annotations
 
@@ -117,7 +118,7 @@ def test_a_named_function_is_the_one_called(client, server):
 
 
 def test_parallel_calls_get_distinct_ids_and_indexes(client, server):
-    # The constraint holds a forced reply to one call; every call a reply has gets its own id.
+    # With parallel_tool_calls the grammar allows one or more calls, each with its own id; without, exactly one.
     r = forced_call(client, server, parallel_tool_calls=True)
     calls = r.choices[0].message.tool_calls
     assert len({c.id for c in calls}) == len(calls) >= 1

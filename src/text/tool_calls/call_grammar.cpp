@@ -40,9 +40,10 @@ class CallGrammarBuilder {
     for (const auto& t : tools) calls.push_back(call(t));
     const auto one = b_.alt(std::move(calls));
     const auto root = b_.rule("root");
-    // Whitespace before the calls, and a little after them: a newline after a call must not commit the model to
-    // another call (the end of the turn may follow it).
-    b_.add(root, GrammarBuilder::cat({b_.star(b_.set(blank())), frame(one), b_.repeat(b_.set(blank()), 0, 4)}));
+    // A little whitespace before the calls (bounded, so a model cannot spend its budget on blank lines) and
+    // after them: a newline after a call must not commit the model to another call (the end may follow it).
+    const auto blanks = b_.repeat(b_.set(blank()), 0, 4);
+    b_.add(root, GrammarBuilder::cat({blanks, frame(one), blanks}));
     return b_.build(root);
   }
 

@@ -27,7 +27,7 @@ struct CallTrigger {
   bool at_start = false;
 };
 
-// The calls of `tools` in `format`: whitespace, then one call (several when `parallel`), then the end.
+// The calls of `tools` in `format`: up to 4 blanks, one call (several when `parallel`), up to 4 blanks, the end.
 // A function whose parameters the compiler does not support gets any JSON object (any parameters) for its
 // arguments, unless it is `strict`: then the GrammarError (naming the keyword) is thrown.
 grammar::Grammar tool_call_grammar(ToolFormat format, const std::vector<ToolSpec>& tools, bool parallel);

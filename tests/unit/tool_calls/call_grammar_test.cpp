@@ -98,6 +98,7 @@ TEST_P(CallGrammar, ACallOfTheSchemaIsReadAndOneThatBreaksItIsNot) {
   EXPECT_FALSE(reads(g, write("Paris", std::nullopt))) << "a required key left out";
   EXPECT_FALSE(reads(g, good + "Done.")) << "text after the call";
   EXPECT_TRUE(reads(g, good + "\n")) << "a newline after the call, then the end";
+  EXPECT_FALSE(reads(g, std::string(5, '\n') + good)) << "blank lines before a call are bounded";
   // One call only, unless parallel calls are allowed.
   const std::string two = f == ToolFormat::Llama3Json ? good + "; " + good : good + "\n" + good;
   if (f != ToolFormat::DeepSeek && f != ToolFormat::Nemotron) {
