@@ -144,7 +144,8 @@ void handle_messages(ApiContext& ctx, const httplib::Request& req, httplib::Resp
   auto m = message_object(id, model);
   if (!reader->reasoning().empty())
     m["content"].push_back({{"type", "thinking"}, {"thinking", reader->reasoning()}, {"signature", ""}});
-  if (!reader->content().empty()) m["content"].push_back({{"type", "text"}, {"text", reader->content()}});
+  if (reader->has_text() || (reader->calls().empty() && !reader->content().empty()))
+    m["content"].push_back({{"type", "text"}, {"text", reader->content()}});
   for (const auto& call : reader->calls())
     m["content"].push_back({{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", tool_input(call.arguments)}});
   m["stop_reason"] = stop_reason(*reader, done.result);

@@ -102,7 +102,7 @@ json output_items(const ResponseMeta& meta, const ChatReplyReader& reader, const
     items.push_back(reasoning_item(streamed.reasoning.empty() ? random_id("rs_", 32) : streamed.reasoning,
                                    reader.reasoning()));
   const auto calls = reader.calls();
-  if (!reader.content().empty() || calls.empty())
+  if (reader.has_text() || calls.empty())
     items.push_back(output_message(meta, reader.content(), status, true, std::move(logprobs)));
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const auto& c = calls[i];

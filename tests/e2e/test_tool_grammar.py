@@ -198,7 +198,8 @@ def run(model, api, mode, sampling, stream, draft):
             parsed.append((name, json.loads(args)))
         except json.JSONDecodeError:
             parsed.append((name, None))
-    shown = content if closed or not opened else None
+    # Blanks around calls: a whole reply drops them (null content), a stream has already sent them.
+    shown = content.strip() if closed or not opened else None
     return parsed, closed, opened, json.dumps([parsed, closed, opened, shown], sort_keys=True)
 
 
