@@ -24,7 +24,10 @@ class GrammarConstraint final : public TokenConstraint {
  public:
   GrammarConstraint(std::shared_ptr<const TokenVocabulary> v, grammar::Grammar g, std::vector<std::int32_t> eos,
                     std::string after, std::vector<tools::CallTrigger> triggers)
-      : v_(std::move(v)), m_(std::move(g)), eos_(std::move(eos)), after_(std::move(after)),
+      : v_(std::move(v)),
+        m_(std::move(g)),
+        eos_(std::move(eos)),
+        after_(std::move(after)),
         triggers_(std::move(triggers)) {
     words_ = (v_->bytes.size() + 63) / 64;
   }
@@ -84,8 +87,10 @@ class GrammarConstraint final : public TokenConstraint {
     const auto lead = text.find_first_not_of(" \n\r\t");
     for (const auto& t : triggers_) {
       std::size_t at = std::string_view::npos;
-      if (!t.at_start) at = text.find(t.text);
-      else if (lead != std::string_view::npos && text.substr(lead, t.text.size()) == t.text) at = lead;
+      if (!t.at_start)
+        at = text.find(t.text);
+      else if (lead != std::string_view::npos && text.substr(lead, t.text.size()) == t.text)
+        at = lead;
       first = std::min(first, at);
     }
     return first;
@@ -208,8 +213,8 @@ std::shared_ptr<const TokenVocabulary> token_vocabulary(const Tokenizer& tokeniz
     const auto both = tokenizer.decode_bytes(two);
     const auto first = tokenizer.decode_bytes(one);
     bytes[id] = both.size() >= first.size() ? both.substr(first.size()) : first;
-    excluded[id] = tokenizer.is_special(i) &&
-                   std::find(markers.begin(), markers.end(), tokenizer.decode(one)) == markers.end();
+    excluded[id] =
+        tokenizer.is_special(i) && std::find(markers.begin(), markers.end(), tokenizer.decode(one)) == markers.end();
   }
   return build_trie(std::move(bytes), excluded);
 }

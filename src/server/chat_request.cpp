@@ -80,8 +80,10 @@ nlohmann::ordered_json normalize_chat_message(const nlohmann::ordered_json& m, c
   // Reasoning of an earlier assistant turn (vLLM's reasoning_content, or reasoning): templates that show it
   // (Qwen3's and others) render it.
   if (*role == "assistant") {
-    if (auto r = f.string("reasoning_content")) out["reasoning_content"] = *r;
-    else if (auto r2 = f.string("reasoning")) out["reasoning_content"] = *r2;
+    if (auto r = f.string("reasoning_content"))
+      out["reasoning_content"] = *r;
+    else if (auto r2 = f.string("reasoning"))
+      out["reasoning_content"] = *r2;
   }
   if (auto id = f.string("tool_call_id")) out["tool_call_id"] = *id;
   if (auto name = f.string("name")) out["name"] = *name;
@@ -126,9 +128,10 @@ ChatRequest parse_chat_request(const nlohmann::ordered_json& body) {
   r.continue_final_message = f.boolean("continue_final_message").value_or(false);
   if (r.continue_final_message) {
     if (agp.value_or(false))
-      throw invalid_request("Invalid request: 'continue_final_message' and 'add_generation_prompt' cannot both be "
-                            "true (the reply either continues the final message or starts a new one).",
-                            "continue_final_message", "invalid_value");
+      throw invalid_request(
+          "Invalid request: 'continue_final_message' and 'add_generation_prompt' cannot both be "
+          "true (the reply either continues the final message or starts a new one).",
+          "continue_final_message", "invalid_value");
     r.add_generation_prompt = false;
     if (r.messages.back()["content"].get<std::string>().empty())
       throw invalid_request(fmt::format("Invalid 'messages[{}].content': continue_final_message needs a final "

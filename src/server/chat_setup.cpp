@@ -40,8 +40,7 @@ ChatSetup prepare_chat(ApiContext& ctx, const ChatRequest& request, const std::s
         s.tools.calls, s.reasoning.start_inside ? s.reasoning.markers.close : std::string(), {});
   } else if (s.tools.calls && !request.structured.grammar) {
     // tool_choice auto: free text until the model opens a call, then the call's grammar.
-    s.generation.constraint =
-        service.call_grammar_constraint(s.tools.calls, {}, tools::call_triggers(*s.tools.format));
+    s.generation.constraint = service.call_grammar_constraint(s.tools.calls, {}, tools::call_triggers(*s.tools.format));
   }
   if (request.structured.grammar) {
     if (s.tools.forced)

@@ -271,8 +271,9 @@ void ConnectionFront::advance(Connection& c) {
         // minimum rate. A client at least that fast always stays ahead of it; a trickle falls behind.
         if (!c.body_since) c.body_since = Clock::now();
         const auto received = c.buffer.size() - std::min(c.buffer.size(), c.frame.header_end);
-        const auto total = *c.body_since + options_.body_timeout +
-                           std::chrono::milliseconds(received * 1000 / std::max<std::size_t>(1, options_.body_min_bytes_per_s));
+        const auto total =
+            *c.body_since + options_.body_timeout +
+            std::chrono::milliseconds(received * 1000 / std::max<std::size_t>(1, options_.body_min_bytes_per_s));
         c.deadline = std::min(c.deadline, std::chrono::time_point_cast<Clock::duration>(total));
       }
       return;

@@ -24,7 +24,8 @@ std::string EngineService::chat_template_source(const ChatInput& input) const {
 }
 
 std::shared_ptr<const TokenConstraint> EngineService::call_grammar_constraint(
-    std::shared_ptr<const grammar::Grammar> grammar, std::string after, std::vector<tools::CallTrigger> triggers) const {
+    std::shared_ptr<const grammar::Grammar> grammar, std::string after,
+    std::vector<tools::CallTrigger> triggers) const {
   return engine_.call_grammar_constraint(std::move(grammar), std::move(after), std::move(triggers));
 }
 

@@ -152,8 +152,8 @@ void HttpServer::dispatch(const httplib::Request& req, httplib::Response& res) {
     const bool open = match.kind == RouteMatch::Kind::Found &&
                       (req.path.rfind("/health", 0) == 0 || req.path.rfind("/openapi.json", 0) == 0);
     // The key in X-Api-Key (Anthropic's header) is taken on every route, as in Authorization.
-    const bool x_api_key = req.has_header("x-api-key") &&
-                           context_.keys().allows("Bearer " + req.get_header_value("x-api-key"));
+    const bool x_api_key =
+        req.has_header("x-api-key") && context_.keys().allows("Bearer " + req.get_header_value("x-api-key"));
     if (!open && !x_api_key && !context_.keys().allows(req.get_header_value("Authorization"))) {
       const bool given = req.has_header("Authorization");
       throw ApiError(401, "invalid_request_error",

@@ -39,8 +39,10 @@ class PathAtError final : public nlohmann::json_sax<nlohmann::ordered_json> {
   std::string path() const {
     std::string p;
     for (const auto& l : levels_) {
-      if (l.array) p += fmt::format("[{}]", l.index);
-      else if (l.has_key) p += (p.empty() ? "" : ".") + l.key;
+      if (l.array)
+        p += fmt::format("[{}]", l.index);
+      else if (l.has_key)
+        p += (p.empty() ? "" : ".") + l.key;
     }
     return p;
   }
@@ -86,8 +88,10 @@ class PathAtError final : public nlohmann::json_sax<nlohmann::ordered_json> {
   // A value was read: the next one in an array has the next index; an object's next needs its key.
   bool value() {
     if (!levels_.empty()) {
-      if (levels_.back().array) ++levels_.back().index;
-      else levels_.back().has_key = false;
+      if (levels_.back().array)
+        ++levels_.back().index;
+      else
+        levels_.back().has_key = false;
     }
     return true;
   }

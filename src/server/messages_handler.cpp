@@ -55,9 +55,10 @@ class MessagesSse final : public SseFormatter {
   std::string closing(const std::string&, const GenerationResult& r) override {
     std::string out = events(reader_->finish());
     out += close_block();
-    out += sse_event("message_delta", {{"type", "message_delta"},
-                                       {"delta", {{"stop_reason", stop_reason(*reader_, r)}, {"stop_sequence", stop_sequence(r)}}},
-                                       {"usage", {{"output_tokens", r.completion_tokens}}}});
+    out += sse_event("message_delta",
+                     {{"type", "message_delta"},
+                      {"delta", {{"stop_reason", stop_reason(*reader_, r)}, {"stop_sequence", stop_sequence(r)}}},
+                      {"usage", {{"output_tokens", r.completion_tokens}}}});
     return out + sse_event("message_stop", {{"type", "message_stop"}});
   }
   std::string failure(const std::string& message) override {

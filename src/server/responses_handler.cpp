@@ -99,8 +99,8 @@ json output_items(const ResponseMeta& meta, const ChatReplyReader& reader, const
                   json logprobs = json::array(), const StreamedIds& streamed = {}) {
   json items = json::array();
   if (!reader.reasoning().empty())
-    items.push_back(reasoning_item(streamed.reasoning.empty() ? random_id("rs_", 32) : streamed.reasoning,
-                                   reader.reasoning()));
+    items.push_back(
+        reasoning_item(streamed.reasoning.empty() ? random_id("rs_", 32) : streamed.reasoning, reader.reasoning()));
   const auto calls = reader.calls();
   if (reader.has_text() || calls.empty())
     items.push_back(output_message(meta, reader.content(), status, true, std::move(logprobs)));

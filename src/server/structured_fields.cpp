@@ -94,9 +94,10 @@ StructuredOutput parse_structured_output(const JsonFields& f) {
     ++given;
   }
   if (given > 1)
-    throw invalid_request("Invalid request: set at most one of 'response_format' (other than text), 'json_schema', "
-                          "'grammar' and 'regex'.",
-                          f.param("response_format"), "invalid_value");
+    throw invalid_request(
+        "Invalid request: set at most one of 'response_format' (other than text), 'json_schema', "
+        "'grammar' and 'regex'.",
+        f.param("response_format"), "invalid_value");
   return out;
 }
 

@@ -82,10 +82,12 @@ ToolPlan plan_tools(const InferenceService& service, const ToolSettings& setting
   for (const auto& spec : settings.specs)
     if (settings.choice != ToolSettings::Choice::Named || spec.name == settings.named) callable.push_back(spec);
   try {
-    plan.calls = std::make_shared<const grammar::Grammar>(tools::tool_call_grammar(format, callable, settings.parallel));
+    plan.calls =
+        std::make_shared<const grammar::Grammar>(tools::tool_call_grammar(format, callable, settings.parallel));
   } catch (const grammar::GrammarError& e) {
-    throw invalid_request(fmt::format("Invalid 'tools': a tool's parameters cannot be held to their schema: {}.", e.what()),
-                          "tools", e.keyword().empty() ? "invalid_value" : "unsupported_schema_keyword");
+    throw invalid_request(
+        fmt::format("Invalid 'tools': a tool's parameters cannot be held to their schema: {}.", e.what()), "tools",
+        e.keyword().empty() ? "invalid_value" : "unsupported_schema_keyword");
   }
   return plan;
 }

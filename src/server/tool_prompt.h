@@ -18,7 +18,7 @@
 namespace tf::server {
 
 struct ToolPlan {
-  std::optional<tools::ToolFormat> format;     // read calls in this format; none: the reply is all content
+  std::optional<tools::ToolFormat> format;        // read calls in this format; none: the reply is all content
   std::shared_ptr<const grammar::Grammar> calls;  // the grammar of the reply's calls (with a format)
   bool forced = false;  // tool_choice required / named: the reply must be calls; else the grammar is lazy
 };

@@ -8,7 +8,8 @@ the tiny random qwen3_5 (its own template: the `xml` format, <tool_call> a speci
   x streamed and not
   x T = 0 and seeded T = 0.8.
 Each case runs three times: drafted, serial ("draft": false) and streamed; the three replies are the same
-(drafted == serial under the grammar, streamed == whole). Every call that closes validates against its
+(drafted == serial under the grammar, token for token on chat completions, which returns the ids; streamed ==
+whole). Every call that closes validates against its
 function's schema with `jsonschema` (asserted 100%); the share of calls that close within 256 tokens is printed
 and asserted >= 90%.
 
@@ -17,7 +18,8 @@ below; at T = 0.8 with seed 1, while with seed 7 it answers in text: scripts/too
 seeds); the random qwen3_5 never would, so its lazy cases nudge the opening with a
 logit_bias on the <tool_call> token (chat completions only: the Responses and Messages APIs have no
 logit_bias). The random model also never ends a free-text string, so its schemas bound their strings
-(maxLength); SmolLM2's include an unbounded one (`python`'s `code`).
+(maxLength); SmolLM2 is also offered a tool with an unbounded string (`python`'s `code`), which it may pick
+under "required" (at these seeds it calls get_weather).
 
 An openai-agents loop with a forced tool runs the tool and finishes (the SDK's own client and runner)."""
 
@@ -128,13 +130,16 @@ def run(model, api, mode, sampling, stream, draft):
         extra["logit_bias"] = model.lazy_bias
     messages = [{"role": "user", "content": model.prompt}]
     partial = False  # a call that started (its deltas or item came) but did not close
+    token_ids = None  # chat completions' whole replies: the generated ids (return_token_ids)
     if api == "chat":
         client = srv.client()
         tools = [{"type": "function", "function": t} for t in model.tools]
         kw = dict(model=srv.model_id, messages=messages, tools=tools, tool_choice=tool_choice(api, mode, model),
                   max_tokens=LIMIT, temperature=sampling["temperature"], parallel_tool_calls=False, extra_body=extra)
         if not stream:
+            kw["extra_body"] = dict(extra, return_token_ids=True)
             c = client.chat.completions.create(**kw).choices[0]
+            token_ids = c.model_extra["token_ids"]
             calls = [(t.function.name, t.function.arguments) for t in c.message.tool_calls or []]
             content, finish = c.message.content or "", c.finish_reason
         else:
@@ -200,7 +205,7 @@ def run(model, api, mode, sampling, stream, draft):
             parsed.append((name, None))
     # Blanks around calls: a whole reply drops them (null content), a stream has already sent them.
     shown = content.strip() if closed or not opened else None
-    return parsed, closed, opened, json.dumps([parsed, closed, opened, shown], sort_keys=True)
+    return parsed, closed, opened, json.dumps([parsed, closed, opened, shown], sort_keys=True), token_ids
 
 
 CASES = [(m, api, mode, s) for m in ("smol", "qwen") for api in ("chat", "responses", "messages") for mode in MODES
@@ -214,8 +219,9 @@ def test_calls_validate_and_drafted_equals_serial(models, model_name, api, mode,
     serial = run(model, api, mode, sampling, stream=False, draft=False)
     streamed = run(model, api, mode, sampling, stream=True, draft=True)
     assert drafted[3] == serial[3], f"drafted != serial:\n{drafted[3]}\n{serial[3]}"
+    assert drafted[4] == serial[4], "drafted != serial, token for token"
     assert streamed[3] == serial[3], f"streamed != whole:\n{streamed[3]}\n{serial[3]}"
-    calls, closed, opened, _ = serial
+    calls, closed, opened = serial[:3]
     if mode != "lazy":
         assert opened, "a forced reply has no call"
     for name, args in calls:

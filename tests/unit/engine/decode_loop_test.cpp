@@ -7,10 +7,10 @@
 
 #include "engine/drafting/context_copy.h"
 #include "engine/drafting/draft_source.h"
+#include "engine/grammar_constraint.h"
 #include "engine/keyed_noise.h"
 #include "engine/sampler.h"
 #include "engine/stream_decoder.h"
-#include "engine/grammar_constraint.h"
 #include "engine/token_constraint.h"
 #include "fake_logits.h"
 #include "families/model.h"
@@ -371,13 +371,15 @@ TEST(DecodeLoop, AConstraintMasksEveryRowAndDraftedStillEqualsSerial) {
 TEST(DecodeLoop, ALazyCallGrammarHoldsACallFromItsTriggerAndDraftedEqualsSerial) {
   // Every token a dead end could start from is left out (a lone quote, letter or '<'): the mask does not look ahead,
   // so a toy vocabulary must be able to finish whatever it starts, as a real one (all bytes are tokens) can.
-  std::vector<std::string> words = {"<tool_call>", "</tool_call>", "{", "}", "3", "name", "\"name\"", ":", " ",
-                                    "\"f\"", ",", "\"arguments\"", "\"n\"", "1", "2", "\n", "hi", "4", "6", "tool",
-                                    "_call", ">", "true", "\"n\": ", "0", "-", "5", "}\n", "a", "b", "f", "EOS"};
+  std::vector<std::string> words = {
+      "<tool_call>",   "</tool_call>", "{", "}", "3",  "name", "\"name\"", ":", " ",    "\"f\"", ",",
+      "\"arguments\"", "\"n\"",        "1", "2", "\n", "hi",   "4",        "6", "tool", "_call", ">",
+      "true",          "\"n\": ",      "0", "-", "5",  "}\n",  "a",        "b", "f",    "EOS"};
   ASSERT_EQ(words.size(), static_cast<std::size_t>(kVocab));
   const std::int32_t eos = kVocab - 1;
-  const tools::ToolSpec tool{"f", nlohmann::ordered_json::parse(
-                                      R"({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})")};
+  const tools::ToolSpec tool{"f",
+                             nlohmann::ordered_json::parse(
+                                 R"({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})")};
   const auto g = tools::tool_call_grammar(tools::ToolFormat::Hermes, {tool}, false);
   const auto vocabulary = token_vocabulary(words, {eos});
   const auto constraint =

@@ -146,16 +146,20 @@ TEST_F(ChatTools, ToolChoiceRequiredAndNamedHoldTheReplyToTheCallsGrammar) {
   ASSERT_NE(svc.last_call_grammar, nullptr);
   EXPECT_TRUE(svc.last_triggers.empty()) << "a forced call is held from the reply's start";
   const auto& g = *svc.last_call_grammar;
-  EXPECT_TRUE(grammar_reads(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"));
+  EXPECT_TRUE(
+      grammar_reads(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"));
   EXPECT_TRUE(grammar_reads(g, "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"));
   // The schema holds the arguments: city is required and a string.
   EXPECT_FALSE(grammar_reads(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"));
-  EXPECT_FALSE(grammar_reads(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": 3}}\n</tool_call>"));
+  EXPECT_FALSE(
+      grammar_reads(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": 3}}\n</tool_call>"));
   EXPECT_FALSE(grammar_reads(g, "<tool_call>\n{\"name\": \"nope\", \"arguments\": {}}\n</tool_call>"));
   ASSERT_EQ(post(srv, request({{"tool_choice", {{"type", "function"}, {"function", {{"name", "get_time"}}}}}})).status, 200);
-  EXPECT_FALSE(grammar_reads(*svc.last_call_grammar,
-                             "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"));
-  EXPECT_TRUE(grammar_reads(*svc.last_call_grammar, "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(
+      grammar_reads(*svc.last_call_grammar,
+                    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"));
+  EXPECT_TRUE(
+      grammar_reads(*svc.last_call_grammar, "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"));
 }
 
 TEST_F(ChatTools, ToolChoiceAutoHoldsACallFromItsOpeningOn) {

@@ -159,7 +159,7 @@ TEST_F(Front, ATrickledBodyIs408AtItsTotalDeadline) {
   const auto t0 = Clock::now();
   std::string reply;
   for (int i = 0; i < 40 && reply.empty(); ++i) {
-    if (!send_text(fd, "{")) break;  // the server may have closed its side
+    if (!send_text(fd, "{")) break;    // the server may have closed its side
     reply = receive(fd, "}}", 300ms);  // a byte every 0.3 s: never idle for --timeout
   }
   if (reply.empty()) reply = receive(fd, "}}", 1000ms);

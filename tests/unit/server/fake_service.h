@@ -45,9 +45,9 @@ class FakeService : public InferenceService {
   }
   std::string chat_template_source(const ChatInput&) const override { return template_source; }
   // Records the grammar; masks nothing (the fake's replies are canned).
-  std::shared_ptr<const TokenConstraint> call_grammar_constraint(std::shared_ptr<const grammar::Grammar> grammar,
-                                                                 std::string after,
-                                                                 std::vector<tools::CallTrigger> triggers) const override {
+  std::shared_ptr<const TokenConstraint> call_grammar_constraint(
+      std::shared_ptr<const grammar::Grammar> grammar, std::string after,
+      std::vector<tools::CallTrigger> triggers) const override {
     struct Unmasked final : TokenConstraint {
       void mask(std::span<const std::int32_t>, std::span<float>) const override {}
     };

@@ -291,8 +291,10 @@ TEST_F(ServerTest, AnyModelNameIsTheServedModelUnlessStrict) {
   const auto r = call(srv, "POST", "/v1/chat/completions", body);
   EXPECT_EQ(r.status, 404);
   EXPECT_EQ(r.body["error"]["code"], "model_not_found");
-  EXPECT_EQ(call(srv, "POST", "/v1/chat/completions",
-                 R"({"model":"alias-1","messages":[{"role":"user","content":"hi"}]})").status, 200);
+  EXPECT_EQ(
+      call(srv, "POST", "/v1/chat/completions", R"({"model":"alias-1","messages":[{"role":"user","content":"hi"}]})")
+          .status,
+      200);
 }
 
 TEST_F(ServerTest, ClientErrorsBeforeAnyToken) {

@@ -87,8 +87,8 @@ TEST(MessagesRequest, ThinkingOfEarlierTurnsAndAnthropicsRanges) {
   const auto r = parse_messages_request(body, false);
   EXPECT_EQ(r.chat.messages[1]["reasoning_content"], "hmm");
   EXPECT_EQ(r.chat.messages[1]["content"], "yo");
-  for (const auto& [field, value] : std::vector<std::pair<std::string, json>>{
-           {"temperature", 1.5}, {"top_p", 2}, {"stop_sequences", "END"}}) {
+  for (const auto& [field, value] :
+       std::vector<std::pair<std::string, json>>{{"temperature", 1.5}, {"top_p", 2}, {"stop_sequences", "END"}}) {
     auto bad = body;
     bad[field] = value;
     EXPECT_EQ(expect_error([&] { parse_messages_request(bad, false); }).param(), field) << field;
