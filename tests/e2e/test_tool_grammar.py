@@ -75,7 +75,7 @@ for _seed in filter(None, os.environ.get("TF_TOOL_GRAMMAR_SEEDS", "").split(",")
 # (mode, tool_choice, tools); forced by name picks the first tool.
 MODES = ["required", "named", "lazy"]
 
-_tally = {"calls": 0, "valid": 0, "cases": 0, "closed": 0, "opened": 0}
+_tally = {"calls": 0, "valid": 0, "cases": 0, "closed": 0, "opened": 0, "unclosed": [], "unopened": []}
 
 
 class Model:
@@ -234,6 +234,11 @@ def test_calls_validate_and_drafted_equals_serial(models, model_name, api, mode,
     _tally["cases"] += 1
     _tally["opened"] += 1 if opened else 0
     _tally["closed"] += 1 if opened and closed else 0
+    case = f"{model_name}-{api}-{mode}-{sampling_name}"
+    if opened and not closed:
+        _tally["unclosed"].append(case)
+    if not opened:
+        _tally["unopened"].append(case)
 
 
 def test_the_rates(capsys):
@@ -243,6 +248,7 @@ def test_the_rates(capsys):
         print(f"\ntool grammar: {_tally['cases']} cases x 3 runs; {_tally['opened']} opened a call, "
               f"{_tally['closed']} closed within {LIMIT} tokens ({_tally['closed'] / max(1, _tally['opened']):.0%}); "
               f"{_tally['valid']}/{_tally['calls']} closed calls valid against their schema")
+        print(f"opened, not closed within {LIMIT} tokens: {_tally['unclosed']}; no call opened: {_tally['unopened']}")
     assert _tally["valid"] == _tally["calls"]
     assert _tally["closed"] >= 0.9 * _tally["opened"]
     # Lazy cases opened calls too (not a vacuous lazy matrix): every forced case plus at least some lazy ones.
