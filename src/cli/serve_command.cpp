@@ -37,6 +37,7 @@ struct ServeFlags {
   int port = 8080;
   std::string name;
   std::vector<std::string> aliases;
+  std::string model_names = "any";
   std::int64_t context = 0;
   std::int64_t max_tokens = 4096;
   std::optional<double> temperature, top_p, min_p;
@@ -162,6 +163,7 @@ std::string startup_report(const ServeFlags& f, const std::string& path, const s
   const auto& s = engine.default_sampling();
   std::string extras;
   if (!so.names.aliases.empty()) extras += "; aliases: " + join(so.names.aliases);
+  if (so.names.strict) extras += "; other model names refused";
   if (!so.api_keys.empty()) extras += "; API key required";
   return fmt::format(
       "tensorfold {} serve\n"
@@ -199,7 +201,8 @@ int run_serve(const ServeFlags& f) {
   so.host = f.host;
   so.port = f.port;
   // A hub checkpoint is called by its repo id as typed (Org/Name-GGUF:Q4_K_M), not by its snapshot's hash.
-  so.names = {server::served_model_id(f.name.empty() ? hub_model_name(f.model) : f.name, path), f.aliases};
+  so.names = {server::served_model_id(f.name.empty() ? hub_model_name(f.model) : f.name, path), f.aliases,
+              f.model_names == "strict"};
   so.api_keys = f.api_keys;
   so.default_max_tokens = f.max_tokens;
   if (!f.reasoning.empty()) so.reasoning = f.reasoning == "on";
@@ -286,6 +289,11 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option("--name", f->name, "The model id clients use (default: the checkpoint's file or directory name)");
   sub->add_option("--alias", f->aliases, "Another name clients may use for the model (repeatable)")
       ->allow_extra_args(false);
+  sub->add_option("--model-names", f->model_names,
+                  "Which request 'model' names are this model: any (any name; replies name the served id) or strict "
+                  "(only the id and aliases; others are a 404, as vLLM)")
+      ->check(CLI::IsMember({"any", "strict"}))
+      ->capture_default_str();
   sub->add_option("--context", f->context, "Context length in tokens (default: the checkpoint's)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--max-tokens", f->max_tokens,

@@ -81,9 +81,11 @@ class Engine {
   // The template text render_chat() uses for this input (the server reads which tool-call markers it writes).
   const std::string& chat_template_source(const ChatInput& input) const;
   std::vector<std::int32_t> tokenize(const std::string& text, bool add_special) const;
-  // A constraint that holds a reply to one tool call (engine/token_constraint.h); the token texts it
-  // compares are decoded once, on first use.
-  std::shared_ptr<const TokenConstraint> call_constraint(CallGrammar grammar) const;
+  // Tool calls: the reply held to a call grammar (text/tool_calls/call_grammar.h), after `after` (forced) or
+  // from the first of `triggers` on (lazy); the format's marker tokens may be written.
+  std::shared_ptr<const TokenConstraint> call_grammar_constraint(std::shared_ptr<const grammar::Grammar> grammar,
+                                                                 std::string after,
+                                                                 std::vector<tools::CallTrigger> triggers) const;
   // A constraint that closes a reasoning block after its budget of tokens (engine/token_constraint.h).
   std::shared_ptr<const TokenConstraint> reasoning_budget(ReasoningBudget budget) const;
   // Structured output: the reply held to `grammar` (after `after`, when set); engine/grammar_constraint.h.
@@ -119,6 +121,8 @@ class Engine {
   const std::shared_ptr<const TokenTexts>& decoded_tokens() const;  // token_texts_, decoded on first use
   mutable std::once_flag vocabulary_once_;
   mutable std::shared_ptr<const TokenVocabulary> vocabulary_;  // token bytes and their trie, on first use
+  mutable std::once_flag call_vocabulary_once_;
+  mutable std::shared_ptr<const TokenVocabulary> call_vocabulary_;  // the same with the tool-call markers
   std::vector<std::int32_t> eos_ids_;
   std::int64_t context_ = 0;
   SamplingParams default_sampling_;

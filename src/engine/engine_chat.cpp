@@ -1,5 +1,5 @@
 // The engine's text side: the model's chat template, loaded once and rendered per request, and the prefix
-// call constraint built over its tokenizer.
+// constraints built over its tokenizer.
 #include "engine/engine.h"
 #include "engine/grammar_constraint.h"
 #include "engine/token_constraint.h"
@@ -18,8 +18,12 @@ const std::shared_ptr<const TokenTexts>& Engine::decoded_tokens() const {
   return token_texts_;
 }
 
-std::shared_ptr<const TokenConstraint> Engine::call_constraint(CallGrammar grammar) const {
-  return make_call_constraint(decoded_tokens(), std::move(grammar), eos_ids_);
+std::shared_ptr<const TokenConstraint> Engine::call_grammar_constraint(std::shared_ptr<const grammar::Grammar> grammar,
+                                                                       std::string after,
+                                                                       std::vector<tools::CallTrigger> triggers) const {
+  std::call_once(call_vocabulary_once_,
+                 [this] { call_vocabulary_ = token_vocabulary(*tokenizer_, tools::tool_call_markers()); });
+  return make_grammar_constraint(call_vocabulary_, *grammar, eos_ids_, std::move(after), std::move(triggers));
 }
 
 std::shared_ptr<const TokenConstraint> Engine::reasoning_budget(ReasoningBudget budget) const {

@@ -47,6 +47,7 @@ struct GenerationResult {
   std::vector<TokenLogprob> logprobs;   // one per token of token_ids, when the request asked for them
   std::vector<TokenLogprob> prompt_logprobs;  // prompt_logprobs: one per prompt token after the first
   std::string error;  // set when finish == Error
+  std::string stop_sequence;  // the request's stop string that ended the text, when one did
 };
 
 // A thread-safe, single-consumer channel from the engine thread to one HTTP handler. The engine pushes text

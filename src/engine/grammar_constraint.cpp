@@ -23,8 +23,12 @@ using Bits = std::vector<std::uint64_t>;
 class GrammarConstraint final : public TokenConstraint {
  public:
   GrammarConstraint(std::shared_ptr<const TokenVocabulary> v, grammar::Grammar g, std::vector<std::int32_t> eos,
-                    std::string after)
-      : v_(std::move(v)), m_(std::move(g)), eos_(std::move(eos)), after_(std::move(after)) {
+                    std::string after, std::vector<tools::CallTrigger> triggers)
+      : v_(std::move(v)),
+        m_(std::move(g)),
+        eos_(std::move(eos)),
+        after_(std::move(after)),
+        triggers_(std::move(triggers)) {
     words_ = (v_->bytes.size() + 63) / 64;
   }
 
@@ -42,6 +46,11 @@ class GrammarConstraint final : public TokenConstraint {
       const auto end = text.find(after_);
       if (end == std::string::npos) return;  // still free (reasoning)
       rest.remove_prefix(end + after_.size());
+    }
+    if (!triggers_.empty()) {
+      const auto start = first_trigger(rest);
+      if (start == std::string_view::npos) return;  // no call opened yet: free
+      rest.remove_prefix(start);
     }
     const auto state = m_.run(m_.initial(), rest);
     if (state == grammar::GrammarMatcher::kDead) return;  // off the grammar already: nothing to hold to
@@ -72,6 +81,21 @@ class GrammarConstraint final : public TokenConstraint {
   }
 
  private:
+  // Where the first trigger starts in `text` (npos: none yet).
+  std::size_t first_trigger(std::string_view text) const {
+    std::size_t first = std::string_view::npos;
+    const auto lead = text.find_first_not_of(" \n\r\t");
+    for (const auto& t : triggers_) {
+      std::size_t at = std::string_view::npos;
+      if (!t.at_start)
+        at = text.find(t.text);
+      else if (lead != std::string_view::npos && text.substr(lead, t.text.size()) == t.text)
+        at = lead;
+      first = std::min(first, at);
+    }
+    return first;
+  }
+
   // The tokens the grammar can read from `state`: one pass over the trie in depth-first order, skipping the
   // subtree of every node where the grammar dies.
   Bits walk(std::uint32_t state) const {
@@ -112,6 +136,7 @@ class GrammarConstraint final : public TokenConstraint {
   mutable GrammarMaskStats stats_;
   std::vector<std::int32_t> eos_;
   std::string after_;
+  std::vector<tools::CallTrigger> triggers_;
   std::size_t words_ = 0;
 };
 
@@ -174,7 +199,8 @@ std::shared_ptr<const TokenVocabulary> token_vocabulary(std::vector<std::string>
   return build_trie(std::move(bytes), out);
 }
 
-std::shared_ptr<const TokenVocabulary> token_vocabulary(const Tokenizer& tokenizer) {
+std::shared_ptr<const TokenVocabulary> token_vocabulary(const Tokenizer& tokenizer,
+                                                        const std::vector<std::string>& markers) {
   const std::size_t n = tokenizer.vocab_size();
   std::vector<std::string> bytes(n);
   std::vector<bool> excluded(n, false);
@@ -187,16 +213,18 @@ std::shared_ptr<const TokenVocabulary> token_vocabulary(const Tokenizer& tokeniz
     const auto both = tokenizer.decode_bytes(two);
     const auto first = tokenizer.decode_bytes(one);
     bytes[id] = both.size() >= first.size() ? both.substr(first.size()) : first;
-    excluded[id] = tokenizer.is_special(i);
+    excluded[id] =
+        tokenizer.is_special(i) && std::find(markers.begin(), markers.end(), tokenizer.decode(one)) == markers.end();
   }
   return build_trie(std::move(bytes), excluded);
 }
 
 std::shared_ptr<const TokenConstraint> make_grammar_constraint(std::shared_ptr<const TokenVocabulary> vocabulary,
                                                                grammar::Grammar grammar, std::vector<std::int32_t> eos,
-                                                               std::string after) {
+                                                               std::string after,
+                                                               std::vector<tools::CallTrigger> triggers) {
   return std::make_shared<GrammarConstraint>(std::move(vocabulary), std::move(grammar), std::move(eos),
-                                             std::move(after));
+                                             std::move(after), std::move(triggers));
 }
 
 GrammarMaskStats grammar_mask_stats(const TokenConstraint& constraint) {

@@ -16,6 +16,7 @@
 
 #include "engine/token_constraint.h"
 #include "text/grammar/grammar.h"
+#include "text/tool_calls/call_grammar.h"
 
 namespace tf {
 
@@ -34,17 +35,22 @@ struct TokenVocabulary {
   std::vector<std::int32_t> token_ids;
   std::size_t max_depth = 0;
 };
-std::shared_ptr<const TokenVocabulary> token_vocabulary(const Tokenizer& tokenizer);
+// `markers`: special tokens whose text is one of these stay in the trie (a tool call's grammar writes them).
+std::shared_ptr<const TokenVocabulary> token_vocabulary(const Tokenizer& tokenizer,
+                                                        const std::vector<std::string>& markers = {});
 // From byte strings directly (tests); ids in `excluded` are left out of the trie.
 std::shared_ptr<const TokenVocabulary> token_vocabulary(std::vector<std::string> bytes,
                                                         const std::vector<std::int32_t>& excluded = {});
 
 // `eos`: the end-of-generation ids, allowed once the grammar is complete (and then only they, when nothing
 // can continue it). `after`: when set, the text is free until it has generated this (the close marker of a
-// reasoning block the prompt opened); the grammar then reads what follows it.
+// reasoning block the prompt opened); the grammar then reads what follows it. `triggers` (a lazy grammar: tool
+// calls under tool_choice auto): when set, the text is free until it writes one of them; the grammar reads the
+// text from the first trigger's first byte on.
 std::shared_ptr<const TokenConstraint> make_grammar_constraint(std::shared_ptr<const TokenVocabulary> vocabulary,
                                                                grammar::Grammar grammar, std::vector<std::int32_t> eos,
-                                                               std::string after = {});
+                                                               std::string after = {},
+                                                               std::vector<tools::CallTrigger> triggers = {});
 
 // The same constraint's counters, for the benchmark: masks computed by a trie walk, masks taken from the cache.
 struct GrammarMaskStats {

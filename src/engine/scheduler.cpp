@@ -428,6 +428,7 @@ void Scheduler::finish(Stream& s, FinishReason reason, const std::string& error)
         result.error = e.what();
       }
     }
+    if (s.stops->stopped() && result.finish == FinishReason::Stop) result.stop_sequence = s.stops->matched();
   }
   s.decoder.reset();
   s.drafts.reset();  // with the MTP head's cache

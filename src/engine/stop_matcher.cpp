@@ -12,7 +12,13 @@ std::string StopMatcher::feed(std::string_view text) {
   if (stopped_) return {};
   held_.append(text);
   std::size_t first = std::string::npos;
-  for (const auto& s : stops_) first = std::min(first, held_.find(s));
+  for (const auto& s : stops_) {
+    const auto at = held_.find(s);
+    if (at < first) {
+      first = at;
+      matched_ = s;
+    }
+  }
   if (first != std::string::npos) {
     stopped_ = true;
     std::string out = held_.substr(0, first);

@@ -16,11 +16,14 @@ class StopMatcher {
   // At the end of generation: whatever was held back (it can no longer become a stop string).
   std::string flush();
   bool stopped() const { return stopped_; }
+  // The stop string that ended the text (the earliest in it; of two at one place, the first listed).
+  const std::string& matched() const { return matched_; }
 
  private:
   std::vector<std::string> stops_;
   std::string held_;
   bool stopped_ = false;
+  std::string matched_;
 };
 
 }  // namespace tf

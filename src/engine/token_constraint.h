@@ -1,6 +1,7 @@
 #pragma once
-// A constraint on what a stream may generate (tool_choice "required" or a named function: the reply must be
-// a call). It masks each sampled row: tokens it does not allow get -inf before sampling.
+// A constraint on what a stream may generate (a tool call's or a structured reply's grammar:
+// engine/grammar_constraint.h; a reasoning budget, here). It masks each sampled row: tokens it does not allow
+// get -inf before sampling.
 //
 // Exactness: the mask is a pure function of the tokens generated before the row, so a verify row masked by
 // its own prefix (the drafts before it) is masked as serial decoding masks that position, and a draft is
@@ -27,26 +28,6 @@ class TokenConstraint {
 // its tokens' texts: a pure function of the ids (for the ASCII of call syntax it is the decoded text).
 using TokenTexts = std::vector<std::string>;
 std::shared_ptr<const TokenTexts> token_texts(const Tokenizer& tokenizer);
-
-// The text of one tool call, as a small grammar: one of `openings` (the call's start, up to its arguments),
-// then, with json_arguments, one JSON object and `closing`, after which only end-of-generation may follow.
-// Without json_arguments the text after the opening is free.
-// `after`: when set, the text is free until it has generated this (a reasoning block's close marker, when the
-// prompt opened one): the call follows the reasoning. Whitespace may come before the opening.
-// `keys`: per opening, the keys the arguments object may have at its top level (the tool's schema properties);
-// none (or no entry) allows any.
-struct CallGrammar {
-  std::vector<std::string> openings;
-  bool json_arguments = false;
-  std::string closing;
-  std::string after;
-  std::vector<std::optional<std::vector<std::string>>> keys;
-};
-
-// A token is allowed while the generated text followed by the token's text still fits the grammar;
-// end-of-generation tokens (`eos`) only once the call is complete (or free).
-std::shared_ptr<const TokenConstraint> make_call_constraint(std::shared_ptr<const TokenTexts> texts, CallGrammar grammar,
-                                                            std::vector<std::int32_t> eos);
 
 // A reasoning block closed after exactly `budget` of its tokens: once the block holds that many tokens without
 // having closed, the reply must continue with `forced` (a newline, the close marker, a blank line), then is free.

@@ -43,7 +43,7 @@ InferenceService& ApiContext::service() const {
 }
 
 std::string ApiContext::check_model(const std::optional<std::string>& requested) const {
-  if (requested && !options_.names.matches(*requested)) throw model_not_found(*requested);
+  if (requested && !options_.names.accepts(*requested)) throw model_not_found(*requested);
   return options_.names.id;
 }
 

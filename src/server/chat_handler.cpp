@@ -73,6 +73,7 @@ class ChatSse final : public SseFormatter {
 void handle_chat_completions(ApiContext& ctx, const httplib::Request& req, httplib::Response& res) {
   const auto body = parse_json_body(req.body);
   const auto request = parse_chat_request(body);
+  check_trailing_assistants(request.messages);
   const ReplyMeta meta{random_id("chatcmpl-"), ctx.check_model(request.model), unix_now(),
                        ctx.system_fingerprint()};
 

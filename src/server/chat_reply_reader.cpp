@@ -117,7 +117,7 @@ std::vector<ChatReplyReader::Call> ChatReplyReader::calls() const {
 nlohmann::ordered_json ChatReplyReader::message() const {
   const auto done = calls();
   nlohmann::ordered_json m = {{"role", "assistant"}};
-  m["content"] = done.empty() || !content_.empty() ? nlohmann::ordered_json(content_) : nlohmann::ordered_json(nullptr);
+  m["content"] = done.empty() || has_text() ? nlohmann::ordered_json(content_) : nlohmann::ordered_json(nullptr);
   if (!reasoning_.empty()) {
     m["reasoning_content"] = reasoning_;
     m["reasoning"] = reasoning_;

@@ -35,6 +35,9 @@ class ChatReplyReader {
     bool complete = false;
   };
   const std::string& content() const { return content_; }
+  // The content is more than whitespace (blanks around calls are not an answer: a reply of calls and blanks has
+  // null content, no text block, no message item).
+  bool has_text() const { return content_.find_first_not_of(" \n\r\t") != std::string::npos; }
   const std::string& reasoning() const { return reasoning_; }
   // The complete calls (a call that broke is content).
   std::vector<Call> calls() const;

@@ -77,6 +77,14 @@ nlohmann::ordered_json normalize_chat_message(const nlohmann::ordered_json& m, c
                             param + ".tool_calls");
     out["tool_calls"] = *tool_calls;
   }
+  // Reasoning of an earlier assistant turn (vLLM's reasoning_content, or reasoning): templates that show it
+  // (Qwen3's and others) render it.
+  if (*role == "assistant") {
+    if (auto r = f.string("reasoning_content"))
+      out["reasoning_content"] = *r;
+    else if (auto r2 = f.string("reasoning"))
+      out["reasoning_content"] = *r2;
+  }
   if (auto id = f.string("tool_call_id")) out["tool_call_id"] = *id;
   if (auto name = f.string("name")) out["name"] = *name;
   return out;
@@ -115,7 +123,22 @@ ChatRequest parse_chat_request(const nlohmann::ordered_json& body) {
   if (const auto* kw = f.object("chat_template_kwargs")) r.template_kwargs = *kw;
   apply_reasoning_effort(f, r.template_kwargs);
   r.thinking_budget = f.integer("thinking_budget", 0, std::int64_t{1} << 30);
-  if (auto agp = f.boolean("add_generation_prompt")) r.add_generation_prompt = *agp;
+  const auto agp = f.boolean("add_generation_prompt");
+  if (agp) r.add_generation_prompt = *agp;
+  r.continue_final_message = f.boolean("continue_final_message").value_or(false);
+  if (r.continue_final_message) {
+    if (agp.value_or(false))
+      throw invalid_request(
+          "Invalid request: 'continue_final_message' and 'add_generation_prompt' cannot both be "
+          "true (the reply either continues the final message or starts a new one).",
+          "continue_final_message", "invalid_value");
+    r.add_generation_prompt = false;
+    if (r.messages.back()["content"].get<std::string>().empty())
+      throw invalid_request(fmt::format("Invalid 'messages[{}].content': continue_final_message needs a final "
+                                        "message with text to continue.",
+                                        r.messages.size() - 1),
+                            fmt::format("messages[{}].content", r.messages.size() - 1), "invalid_value");
+  }
 
   r.tools = parse_tool_settings(f);
   check_tool_history(r.messages);
@@ -126,6 +149,15 @@ ChatRequest parse_chat_request(const nlohmann::ordered_json& body) {
   if (logprobs) r.sampling.logprobs = static_cast<int>(top.value_or(0));
   r.structured = parse_structured_output(f);
   return r;
+}
+
+void check_trailing_assistants(const nlohmann::ordered_json& messages) {
+  const auto n = messages.size();
+  if (n >= 2 && messages[n - 1].value("role", "") == "assistant" && messages[n - 2].value("role", "") == "assistant")
+    throw invalid_request(fmt::format("Invalid 'messages[{}]': the conversation ends with two assistant messages; at "
+                                      "most one (a reply to continue) may end it.",
+                                      n - 1),
+                          fmt::format("messages[{}]", n - 1), "invalid_value");
 }
 
 }  // namespace tf::server

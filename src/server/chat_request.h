@@ -20,6 +20,8 @@ struct ChatRequest {
   ToolSettings tools;  // tools, tool_choice, parallel_tool_calls
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
   bool add_generation_prompt = true;
+  // continue_final_message (vLLM): the prompt ends inside the final message, which the reply continues.
+  bool continue_final_message = false;
   // thinking_budget: close the reasoning block after this many tokens (server default: --reasoning-budget).
   std::optional<std::int64_t> thinking_budget;
   SamplingFields sampling;
@@ -30,6 +32,10 @@ struct ChatRequest {
 };
 
 ChatRequest parse_chat_request(const nlohmann::ordered_json& body);
+
+// Chat completions' own rule (llama.cpp's): at most one assistant message ends the conversation (the one a
+// reply may continue); two are a 400 naming the last. Anthropic's API merges such turns instead.
+void check_trailing_assistants(const nlohmann::ordered_json& messages);
 
 // reasoning_effort ("none", "minimal", "low", "medium", "high", "xhigh", "max") into the template's
 // variables: reasoning_effort itself (templates with effort levels read it) and, for "none", enable_thinking

@@ -16,16 +16,31 @@ ChatSetup prepare_chat(ApiContext& ctx, const ChatRequest& request, const std::s
   if (ctx.options().reasoning && !input.kwargs.contains("enable_thinking"))
     input.kwargs["enable_thinking"] = *ctx.options().reasoning;
   s.tools = plan_tools(service, request.tools, input);
-  const std::string prompt_text = render_chat_prompt(service, input, param);
+  std::string prompt_text = render_chat_prompt(service, input, param);
+  if (request.continue_final_message) {
+    // vLLM's way: the prompt is cut right after the final message's text, before the template closes the turn.
+    const auto& last = input.messages.back();
+    const std::string text = last.value("content", "");
+    const auto at = prompt_text.rfind(text);
+    if (text.empty() || at == std::string::npos)
+      throw invalid_request(fmt::format("Invalid '{}': continue_final_message: the chat template does not write the "
+                                        "final message's text as given, so it cannot be continued.",
+                                        param),
+                            "continue_final_message", "invalid_value");
+    prompt_text.resize(at + text.size());
+  }
   s.reasoning.split = true;
   s.reasoning.markers = tools::detect_reasoning_markers(service.chat_template_source(input));
   s.reasoning.start_inside = tools::prompt_opens_reasoning(prompt_text, s.reasoning.markers);
   s.generation = plan_generation(service, ctx.options(), service.tokenize(prompt_text, /*add_special=*/false),
                                  request.sampling, param);
-  if (s.tools.forced) {
+  if (s.tools.calls && s.tools.forced) {
     // A prompt that opened a reasoning block: the call comes after the block closes.
-    if (s.reasoning.start_inside) s.tools.forced->after = s.reasoning.markers.close;
-    s.generation.constraint = service.call_constraint(*s.tools.forced);
+    s.generation.constraint = service.call_grammar_constraint(
+        s.tools.calls, s.reasoning.start_inside ? s.reasoning.markers.close : std::string(), {});
+  } else if (s.tools.calls && !request.structured.grammar) {
+    // tool_choice auto: free text until the model opens a call, then the call's grammar.
+    s.generation.constraint = service.call_grammar_constraint(s.tools.calls, {}, tools::call_triggers(*s.tools.format));
   }
   if (request.structured.grammar) {
     if (s.tools.forced)

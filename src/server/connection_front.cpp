@@ -266,6 +266,16 @@ void ConnectionFront::advance(Connection& c) {
       }
       if (c.frame.headers_done && c.deadline - Clock::now() > options_.body_timeout)
         c.deadline = Clock::now() + options_.body_timeout;
+      if (c.frame.headers_done) {
+        // The total deadline: body_timeout from the headers' end, plus the bytes received so far at the
+        // minimum rate. A client at least that fast always stays ahead of it; a trickle falls behind.
+        if (!c.body_since) c.body_since = Clock::now();
+        const auto received = c.buffer.size() - std::min(c.buffer.size(), c.frame.header_end);
+        const auto total =
+            *c.body_since + options_.body_timeout +
+            std::chrono::milliseconds(received * 1000 / std::max<std::size_t>(1, options_.body_min_bytes_per_s));
+        c.deadline = std::min(c.deadline, std::chrono::time_point_cast<Clock::duration>(total));
+      }
       return;
   }
 }
@@ -277,6 +287,7 @@ void ConnectionFront::hand_off(Connection& c) {
   conns_.erase(it);
   --open_;
   mark_idle(*owned, false);
+  owned->body_since.reset();  // the next request's body has its own deadline
   buffered_ -= owned->buffer.size();
   handoff_(std::move(owned));
 }

@@ -16,6 +16,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -40,6 +41,8 @@ struct Connection {
 
   // The front's bookkeeping.
   std::chrono::steady_clock::time_point deadline;
+  // When the current request's headers were whole: its body's total deadline counts from here.
+  std::optional<std::chrono::steady_clock::time_point> body_since;
   bool idle = false;       // waiting for the first byte of a request
   bool lingering = false;  // refused: what the client still sends is read and dropped until it stops
   std::list<int>::iterator idle_at;
@@ -48,6 +51,9 @@ struct Connection {
 struct FrontOptions {
   std::chrono::milliseconds header_timeout{10'000};         // the first byte of a request to its blank line
   std::chrono::milliseconds body_timeout{30'000};           // --timeout: the longest wait for more of a body
+  // A body's total time: body_timeout plus its bytes at this rate, so a client trickling bytes (each within
+  // body_timeout of the last) cannot hold a connection for ever, and a large upload at any sane rate fits.
+  std::size_t body_min_bytes_per_s = 16 * 1024;
   std::chrono::milliseconds keep_alive{5'000};              // idle between requests on one connection
   std::chrono::milliseconds linger{10'000};                 // the longest a refused client's bytes are drained
   std::size_t max_idle = 4096;                              // idle connections kept; more close the oldest

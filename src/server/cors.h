@@ -2,7 +2,8 @@
 // CORS for browser pages on other origins (a web UI on another port): --cors-origin lists the origins
 // allowed ("*": any). Allowed origins get Access-Control-Allow-Origin on every reply, errors included, so the
 // page can read them; preflights (OPTIONS with Access-Control-Request-Method) are answered without the API
-// key, since browsers never send credentials on them. With no origins configured nothing changes but that
+// key, since browsers never send credentials on them. Each header is sent once per reply; an origin listed by
+// name also gets Access-Control-Allow-Credentials. With no origins configured nothing changes but that
 // preflights get a 204 without CORS headers (the browser then refuses the call, as it should).
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@ class CorsPolicy {
 
  private:
   bool allows(const std::string& origin) const;
+  bool listed(const std::string& origin) const;  // named itself (not by "*")
   std::vector<std::string> origins_;
 };
 

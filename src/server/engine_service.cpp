@@ -23,8 +23,10 @@ std::string EngineService::chat_template_source(const ChatInput& input) const {
   return engine_.chat_template_source(input);
 }
 
-std::shared_ptr<const TokenConstraint> EngineService::call_constraint(CallGrammar grammar) const {
-  return engine_.call_constraint(std::move(grammar));
+std::shared_ptr<const TokenConstraint> EngineService::call_grammar_constraint(
+    std::shared_ptr<const grammar::Grammar> grammar, std::string after,
+    std::vector<tools::CallTrigger> triggers) const {
+  return engine_.call_grammar_constraint(std::move(grammar), std::move(after), std::move(triggers));
 }
 
 std::shared_ptr<const TokenConstraint> EngineService::reasoning_budget(ReasoningBudget budget) const {

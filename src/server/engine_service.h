@@ -15,7 +15,9 @@ class EngineService final : public InferenceService {
   std::vector<std::int32_t> tokenize(const std::string& text, bool add_special) const override;
   std::string detokenize(std::span<const std::int32_t> ids) const override;
   std::vector<std::string> token_strings(std::span<const std::int32_t> ids) const override;
-  std::shared_ptr<const TokenConstraint> call_constraint(CallGrammar grammar) const override;
+  std::shared_ptr<const TokenConstraint> call_grammar_constraint(
+      std::shared_ptr<const grammar::Grammar> grammar, std::string after,
+      std::vector<tools::CallTrigger> triggers) const override;
   std::shared_ptr<const TokenConstraint> reasoning_budget(ReasoningBudget budget) const override;
   std::shared_ptr<const TokenConstraint> grammar_constraint(std::shared_ptr<const grammar::Grammar> grammar,
                                                             std::string after) const override;

@@ -130,7 +130,7 @@ void HttpServer::route(const char* method, const char* pattern, Handler handler)
 }
 
 void HttpServer::dispatch(const httplib::Request& req, httplib::Response& res) {
-  // Anthropic's routes answer errors in Anthropic's envelope and take the key in x-api-key too.
+  // Anthropic's routes answer errors in Anthropic's envelope.
   const bool anthropic = req.path.rfind("/v1/messages", 0) == 0;
   const auto reply_error = [&](httplib::Response& r, const ApiError& e) {
     if (anthropic) send_anthropic_error(r, e);
@@ -151,8 +151,9 @@ void HttpServer::dispatch(const httplib::Request& req, httplib::Response& res) {
     // /health (for probes) and /openapi.json (the API's public shape) need no key.
     const bool open = match.kind == RouteMatch::Kind::Found &&
                       (req.path.rfind("/health", 0) == 0 || req.path.rfind("/openapi.json", 0) == 0);
-    const bool x_api_key = anthropic && req.has_header("x-api-key") &&
-                           context_.keys().allows("Bearer " + req.get_header_value("x-api-key"));
+    // The key in X-Api-Key (Anthropic's header) is taken on every route, as in Authorization.
+    const bool x_api_key =
+        req.has_header("x-api-key") && context_.keys().allows("Bearer " + req.get_header_value("x-api-key"));
     if (!open && !x_api_key && !context_.keys().allows(req.get_header_value("Authorization"))) {
       const bool given = req.has_header("Authorization");
       throw ApiError(401, "invalid_request_error",

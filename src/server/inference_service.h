@@ -30,8 +30,11 @@ class InferenceService {
   // Token ids (each below vocab_size()) to text, special tokens included; and each id's vocabulary string.
   virtual std::string detokenize(std::span<const std::int32_t> ids) const = 0;
   virtual std::vector<std::string> token_strings(std::span<const std::int32_t> ids) const = 0;
-  // A constraint that holds the reply to one tool call (engine/token_constraint.h).
-  virtual std::shared_ptr<const TokenConstraint> call_constraint(CallGrammar grammar) const = 0;
+  // A constraint that holds the reply's tool calls to their grammar (text/tool_calls/call_grammar.h): after
+  // `after` when set (a forced call), or from the first of `triggers` on (lazy: tool_choice auto).
+  virtual std::shared_ptr<const TokenConstraint> call_grammar_constraint(
+      std::shared_ptr<const grammar::Grammar> grammar, std::string after,
+      std::vector<tools::CallTrigger> triggers) const = 0;
   // A constraint that closes the reply's reasoning block after its budget of tokens.
   virtual std::shared_ptr<const TokenConstraint> reasoning_budget(ReasoningBudget budget) const = 0;
   // A constraint that holds the reply to a grammar (structured output), from after `after` when set.

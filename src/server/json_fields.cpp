@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <vector>
 
 #include "server/api_error.h"
 
@@ -31,6 +32,81 @@ int nesting_depth(std::string_view text, int stop_above) {
   return deepest;
 }
 
+// Reads `body` with nlohmann's SAX interface, keeping the path to the value being read; at the parse error
+// that path ("messages[0].content") is where the body broke. Empty when the error is outside any field.
+class PathAtError final : public nlohmann::json_sax<nlohmann::ordered_json> {
+ public:
+  std::string path() const {
+    std::string p;
+    for (const auto& l : levels_) {
+      if (l.array)
+        p += fmt::format("[{}]", l.index);
+      else if (l.has_key)
+        p += (p.empty() ? "" : ".") + l.key;
+    }
+    return p;
+  }
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool string(string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool start_object(std::size_t) override {
+    levels_.push_back(Level());
+    return true;
+  }
+  bool key(string_t& k) override {
+    levels_.back().key = k;
+    levels_.back().has_key = true;
+    return true;
+  }
+  bool end_object() override {
+    levels_.pop_back();
+    return value();
+  }
+  bool start_array(std::size_t) override {
+    Level array;
+    array.array = true;
+    levels_.push_back(std::move(array));
+    return true;
+  }
+  bool end_array() override {
+    levels_.pop_back();
+    return value();
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  struct Level {
+    bool array = false;
+    std::size_t index = 0;
+    bool has_key = false;
+    std::string key;
+  };
+  // A value was read: the next one in an array has the next index; an object's next needs its key.
+  bool value() {
+    if (!levels_.empty()) {
+      if (levels_.back().array)
+        ++levels_.back().index;
+      else
+        levels_.back().has_key = false;
+    }
+    return true;
+  }
+  std::vector<Level> levels_;
+};
+
+std::string path_of_parse_error(std::string_view body) {
+  PathAtError sax;
+  try {
+    nlohmann::ordered_json::sax_parse(body.begin(), body.end(), &sax);
+  } catch (const nlohmann::ordered_json::exception&) {
+  }
+  return sax.path();
+}
+
 std::string show(double v) {
   if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{}", static_cast<long long>(v));
   return fmt::format("{}", v);
@@ -47,6 +123,13 @@ nlohmann::ordered_json parse_json_body(std::string_view body, int max_depth) {
   try {
     j = nlohmann::ordered_json::parse(body.begin(), body.end());
   } catch (const nlohmann::ordered_json::exception& e) {
+    // Name the field whose value broke (a lone surrogate in a string, a number like 1e999 that overflows).
+    const auto path = path_of_parse_error(body);
+    if (!path.empty())
+      throw invalid_request(fmt::format("We could not parse the JSON body of your request: the value of '{}' is "
+                                        "not valid JSON: {}",
+                                        path, e.what()),
+                            path);
     throw invalid_request(fmt::format("We could not parse the JSON body of your request: {}", e.what()));
   }
   if (!j.is_object())

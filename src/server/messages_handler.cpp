@@ -16,10 +16,14 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string stop_reason(const ChatReplyReader& reader, FinishReason finish) {
-  if (reader.finish_reason(finish) == "tool_calls") return "tool_use";
-  return finish == FinishReason::Length ? "max_tokens" : "end_turn";
+std::string stop_reason(const ChatReplyReader& reader, const GenerationResult& r) {
+  if (reader.finish_reason(r.finish) == "tool_calls") return "tool_use";
+  if (r.finish == FinishReason::Length) return "max_tokens";
+  return r.stop_sequence.empty() ? "end_turn" : "stop_sequence";
 }
+
+// The stop sequence that ended the reply (Anthropic's stop_sequence), else null.
+json stop_sequence(const GenerationResult& r) { return r.stop_sequence.empty() ? json() : json(r.stop_sequence); }
 
 json usage(std::int64_t input, std::int64_t output, std::int64_t cached) {
   return {{"input_tokens", input - cached},
@@ -51,9 +55,10 @@ class MessagesSse final : public SseFormatter {
   std::string closing(const std::string&, const GenerationResult& r) override {
     std::string out = events(reader_->finish());
     out += close_block();
-    out += sse_event("message_delta", {{"type", "message_delta"},
-                                       {"delta", {{"stop_reason", stop_reason(*reader_, r.finish)}, {"stop_sequence", nullptr}}},
-                                       {"usage", {{"output_tokens", r.completion_tokens}}}});
+    out += sse_event("message_delta",
+                     {{"type", "message_delta"},
+                      {"delta", {{"stop_reason", stop_reason(*reader_, r)}, {"stop_sequence", stop_sequence(r)}}},
+                      {"usage", {{"output_tokens", r.completion_tokens}}}});
     return out + sse_event("message_stop", {{"type", "message_stop"}});
   }
   std::string failure(const std::string& message) override {
@@ -140,10 +145,12 @@ void handle_messages(ApiContext& ctx, const httplib::Request& req, httplib::Resp
   auto m = message_object(id, model);
   if (!reader->reasoning().empty())
     m["content"].push_back({{"type", "thinking"}, {"thinking", reader->reasoning()}, {"signature", ""}});
-  if (!reader->content().empty()) m["content"].push_back({{"type", "text"}, {"text", reader->content()}});
+  if (reader->has_text() || (reader->calls().empty() && !reader->content().empty()))
+    m["content"].push_back({{"type", "text"}, {"text", reader->content()}});
   for (const auto& call : reader->calls())
     m["content"].push_back({{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", tool_input(call.arguments)}});
-  m["stop_reason"] = stop_reason(*reader, done.result.finish);
+  m["stop_reason"] = stop_reason(*reader, done.result);
+  m["stop_sequence"] = stop_sequence(done.result);
   m["usage"] = usage(done.result.prompt_tokens, done.result.completion_tokens, done.result.cached_tokens);
   send_json(res, 200, m);
 }

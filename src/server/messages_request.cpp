@@ -51,7 +51,7 @@ void add_message(const json& m, const std::string& p, json& out) {
   if (!content->is_array())
     throw invalid_request(fmt::format("Invalid type for '{}.content': expected a string or a list of content blocks.", p),
                           p + ".content", "invalid_type");
-  std::string text;
+  std::string text, thinking;
   json calls = json::array();
   for (std::size_t i = 0; i < content->size(); ++i) {
     const std::string bp = fmt::format("{}.content[{}]", p, i);
@@ -81,8 +81,15 @@ void add_message(const json& m, const std::string& p, json& out) {
       std::string result = c ? text_of_blocks(*c, bp + ".content") : "";
       if (b.boolean("is_error").value_or(false)) result = "Error: " + result;
       out.push_back({{"role", "tool"}, {"tool_call_id", *id}, {"content", result}});
-    } else if (*type == "thinking" || *type == "redacted_thinking") {
-      // Earlier reasoning is not sent back to the template (as transformers' templates drop it).
+    } else if (*type == "thinking" && *role == "assistant") {
+      // Earlier reasoning goes to the template as the turn's reasoning_content (the templates that show
+      // reasoning of past turns, Qwen3's among them, render it; others drop it as transformers does).
+      const auto t = b.string("thinking");
+      if (!t) throw invalid_request(fmt::format("Missing required parameter: '{}.thinking'.", bp), bp + ".thinking");
+      if (!thinking.empty()) thinking += "\n";
+      thinking += *t;
+    } else if (*type == "redacted_thinking" && *role == "assistant") {
+      // Encrypted by Anthropic: nothing a local model can read.
     } else {
       throw invalid_request(fmt::format("Invalid '{}.type': '{}' blocks are not supported on a {} message by this "
                                         "server.",
@@ -92,6 +99,7 @@ void add_message(const json& m, const std::string& p, json& out) {
   }
   if (*role == "assistant") {
     json msg = {{"role", "assistant"}, {"content", text}};
+    if (!thinking.empty()) msg["reasoning_content"] = thinking;
     if (!calls.empty()) msg["tool_calls"] = calls;
     out.push_back(std::move(msg));
   } else if (!text.empty()) {
@@ -150,6 +158,10 @@ MessagesRequest parse_messages_request(const json& body, bool count_only) {
   if (const auto* system = f.get("system")) openai["messages"].push_back({{"role", "system"}, {"content", text_of_blocks(*system, "system")}});
   const auto* messages = f.array("messages");
   if (!messages) throw invalid_request("Missing required parameter: 'messages'.", "messages");
+  // Anthropic's rules: the conversation starts with a user turn.
+  if (!messages->empty() && (*messages)[0].is_object() && (*messages)[0].value("role", "") == "assistant")
+    throw invalid_request("messages[0].role: the first message must use the \"user\" role.", "messages[0].role",
+                          "invalid_value");
   for (std::size_t i = 0; i < messages->size(); ++i)
     add_message((*messages)[i], fmt::format("messages[{}]", i), openai["messages"]);
   if (openai["messages"].empty())
@@ -159,9 +171,24 @@ MessagesRequest parse_messages_request(const json& body, bool count_only) {
     if (!max_tokens) throw invalid_request("Missing required parameter: 'max_tokens'.", "max_tokens");
     openai["max_tokens"] = *max_tokens;
   }
-  for (const char* key : {"temperature", "top_p", "top_k", "stream"})
+  // Anthropic's ranges (not OpenAI's): temperature and top_p 0..1.
+  if (const auto t = f.number("temperature", 0.0, 1.0)) openai["temperature"] = *t;
+  if (const auto p = f.number("top_p", 0.0, 1.0)) openai["top_p"] = *p;
+  // top_k is Anthropic's; seed and draft are this server's extensions, as on chat completions.
+  for (const char* key : {"top_k", "stream", "seed", "draft"})
     if (const auto* v = f.get(key)) openai[key] = *v;
-  if (const auto* stops = f.get("stop_sequences")) openai["stop"] = *stops;
+  if (const auto* stops = f.get("stop_sequences")) {
+    if (!stops->is_array())
+      throw invalid_request(fmt::format("Invalid type for 'stop_sequences': expected an array of strings, but got {} "
+                                        "instead.",
+                                        json_type_name(*stops)),
+                            "stop_sequences", "invalid_type");
+    for (std::size_t i = 0; i < stops->size(); ++i)
+      if (!(*stops)[i].is_string())
+        throw invalid_request(fmt::format("Invalid type for 'stop_sequences[{}]': expected a string.", i),
+                              fmt::format("stop_sequences[{}]", i), "invalid_type");
+    openai["stop"] = *stops;
+  }
   read_tools(f, openai);
   if (const auto* thinking = f.object("thinking")) {
     const JsonFields t(*thinking, "thinking.");

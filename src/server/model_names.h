@@ -14,7 +14,12 @@ std::string served_model_id(const std::string& name_flag, const std::string& mod
 struct ModelNames {
   std::string id;
   std::vector<std::string> aliases;
-  bool matches(std::string_view requested) const;
+  // --model-names strict: a request's `model` must be the id or an alias (vLLM: else 404). any (the default,
+  // one model being served): any name is this model, as llama-server and most local servers do, so clients
+  // that hard-code a name (Claude Code's claude-...) work; replies still name the served id.
+  bool strict = false;
+  bool matches(std::string_view requested) const;  // the id or an alias
+  bool accepts(std::string_view requested) const { return !strict || matches(requested); }
 };
 
 }  // namespace tf::server

@@ -89,15 +89,26 @@ json answer_message(const ChatReplyReader& reader) {
 
 // The output items of a finished reply: its reasoning, its message (when it has text or no call), its calls.
 // `logprobs`: the message's output_text part's (every generated token's, as chat completions gives them).
+// `streamed`: the ids a stream already gave its reasoning item and its calls' items (in order), which the final
+// response must repeat; new ones where none was given.
+struct StreamedIds {
+  std::string reasoning;
+  std::vector<std::string> calls;
+};
 json output_items(const ResponseMeta& meta, const ChatReplyReader& reader, const char* status,
-                  json logprobs = json::array()) {
+                  json logprobs = json::array(), const StreamedIds& streamed = {}) {
   json items = json::array();
-  if (!reader.reasoning().empty()) items.push_back(reasoning_item(random_id("rs_", 32), reader.reasoning()));
+  if (!reader.reasoning().empty())
+    items.push_back(
+        reasoning_item(streamed.reasoning.empty() ? random_id("rs_", 32) : streamed.reasoning, reader.reasoning()));
   const auto calls = reader.calls();
-  if (!reader.content().empty() || calls.empty())
+  if (reader.has_text() || calls.empty())
     items.push_back(output_message(meta, reader.content(), status, true, std::move(logprobs)));
-  for (const auto& c : calls)
-    items.push_back(function_call_item(random_id("fc_", 32), c.id, c.name, c.arguments, "completed"));
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const auto& c = calls[i];
+    const auto id = i < streamed.calls.size() ? streamed.calls[i] : random_id("fc_", 32);
+    items.push_back(function_call_item(id, c.id, c.name, c.arguments, "completed"));
+  }
   return items;
 }
 
@@ -109,8 +120,9 @@ class ResponseItemsSse final : public SseFormatter {
       : meta_(std::move(meta)), keeper_(std::move(keeper)), reader_(std::move(reader)), logprobs_(logprobs) {}
   std::string opening() override {
     const auto in_progress = response_object(meta_, "in_progress", json::array(), nullptr);
-    return event("response.created", {{"response", in_progress}}) +
-           event("response.in_progress", {{"response", in_progress}});
+    // Two statements: the events' sequence numbers follow their order (the operands of + are unsequenced).
+    std::string out = event("response.created", {{"response", in_progress}});
+    return out + event("response.in_progress", {{"response", in_progress}});
   }
   std::string text(const std::string& piece) override { return deltas(reader_->feed(piece)); }
   std::string closing(const std::string&, const GenerationResult& r) override {
@@ -118,7 +130,8 @@ class ResponseItemsSse final : public SseFormatter {
     for (auto& rec : logprobs_.take()) read_.push_back(std::move(rec));
     out += close_item();
     const auto status = r.finish == FinishReason::Length ? "incomplete" : "completed";
-    const auto response = finished_response_items(meta_, output_items(meta_, *reader_, status, logprobs_.all(r)), r);
+    const auto response =
+        finished_response_items(meta_, output_items(meta_, *reader_, status, logprobs_.all(r), ids_), r);
     keeper_.keep(meta_.id, response, answer_message(*reader_));
     return out + event(std::string_view(status) == "completed" ? "response.completed" : "response.incomplete",
                        {{"response", response}});
@@ -177,6 +190,7 @@ class ResponseItemsSse final : public SseFormatter {
       if (d.contains("reasoning_content")) {
         if (kind_ != "reasoning") {
           item_id_ = random_id("rs_", 32);
+          ids_.reasoning = item_id_;
           out += open_item("reasoning", {{"type", "reasoning"}, {"id", item_id_}, {"summary", json::array()}, {"content", json::array()}});
         }
         text_ += d["reasoning_content"].get<std::string>();
@@ -201,6 +215,7 @@ class ResponseItemsSse final : public SseFormatter {
         const auto& call = d["tool_calls"][0];
         if (call.contains("id")) {
           item_id_ = random_id("fc_", 32);
+          ids_.calls.push_back(item_id_);
           call_id_ = call["id"].get<std::string>();
           name_ = call["function"]["name"].get<std::string>();
           out += open_item("function_call", function_call_item(item_id_, call_id_, name_, "", "in_progress"));
@@ -222,6 +237,7 @@ class ResponseItemsSse final : public SseFormatter {
   std::int64_t sequence_ = 0;
   int index_ = -1;
   std::string kind_, text_, item_id_, call_id_, name_;
+  StreamedIds ids_;  // the items' ids as streamed, repeated by the final response
 };
 
 ApiError response_not_found(const std::string& id) {

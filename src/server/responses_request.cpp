@@ -86,7 +86,7 @@ json chat_tools_body(const JsonFields& f) {
       if (!has_string(t, "type", "function"))
         throw unsupported(fmt::format("'{}.type': only function tools are supported by this server.", p), p + ".type");
       json function = json::object();
-      for (const char* key : {"name", "description", "parameters"})
+      for (const char* key : {"name", "description", "parameters", "strict"})
         if (t.contains(key) && !t[key].is_null()) function[key] = t[key];
       list.push_back({{"type", "function"}, {"function", std::move(function)}});
     }

@@ -43,8 +43,17 @@ StructuredOutput format_output(const nlohmann::ordered_json& format, const std::
   const auto type = f.string("type");
   if (!type) throw invalid_request(fmt::format("Missing required parameter: '{}.type'.", param), param + ".type");
   if (*type == "text") return {};
-  if (*type == "json_object")
+  if (*type == "json_object") {
+    // llama.cpp's extension: json_object with a schema is that schema.
+    if (const auto* schema = f.get("schema")) {
+      if (!schema->is_object() && !schema->is_boolean())
+        throw invalid_request(fmt::format("Invalid type for '{}': expected an object, but got {} instead.",
+                                          f.param("schema"), json_type_name(*schema)),
+                              f.param("schema"), "invalid_type");
+      return compiled("json_schema", f.param("schema"), [&] { return grammar::json_schema_grammar(*schema); });
+    }
     return compiled("json_object", param, [] { return grammar::json_object_grammar(); });
+  }
   if (*type == "json_schema") {
     if (flat) return schema_output(f, true);
     const auto* js = f.object("json_schema");
@@ -67,6 +76,15 @@ StructuredOutput parse_structured_output(const JsonFields& f) {
     out = format_output(*rf, f.param("response_format"), false);
     given += out.grammar ? 1 : 0;
   }
+  // llama.cpp's top-level json_schema: the reply held to that schema.
+  if (const auto* schema = f.get("json_schema")) {
+    if (!schema->is_object() && !schema->is_boolean())
+      throw invalid_request(fmt::format("Invalid type for '{}': expected an object, but got {} instead.",
+                                        f.param("json_schema"), json_type_name(*schema)),
+                            f.param("json_schema"), "invalid_type");
+    out = compiled("json_schema", f.param("json_schema"), [&] { return grammar::json_schema_grammar(*schema); });
+    ++given;
+  }
   if (const auto g = f.string("grammar")) {
     out = compiled("grammar", f.param("grammar"), [&] { return grammar::gbnf_grammar(*g); });
     ++given;
@@ -76,9 +94,10 @@ StructuredOutput parse_structured_output(const JsonFields& f) {
     ++given;
   }
   if (given > 1)
-    throw invalid_request("Invalid request: set at most one of 'response_format' (other than text), 'grammar' and "
-                          "'regex'.",
-                          f.param("response_format"), "invalid_value");
+    throw invalid_request(
+        "Invalid request: set at most one of 'response_format' (other than text), 'json_schema', "
+        "'grammar' and 'regex'.",
+        f.param("response_format"), "invalid_value");
   return out;
 }
 

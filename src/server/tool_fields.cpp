@@ -6,6 +6,7 @@
 #include <set>
 
 #include "server/api_error.h"
+#include "text/grammar/json_schema.h"
 
 namespace tf::server {
 
@@ -42,6 +43,17 @@ tools::ToolSpec read_tool_function(const nlohmann::ordered_json& function, const
                                         param, json_type_name(*p)),
                             param + ".parameters", "invalid_type");
     spec.parameters = *p;
+  }
+  // strict: the arguments must be held to the schema exactly, so it must be one the grammar supports (a 400
+  // naming the keyword, as structured output's); other tools' unsupported schemas fall back to any object.
+  if (const auto strict = f.boolean("strict")) spec.strict = *strict;
+  if (spec.strict) {
+    try {
+      grammar::json_schema_grammar(spec.parameters);
+    } catch (const grammar::GrammarError& e) {
+      throw invalid_request(fmt::format("Invalid '{}.parameters': {}.", param, e.what()), param + ".parameters",
+                            e.keyword().empty() ? "invalid_value" : "unsupported_schema_keyword");
+    }
   }
   return spec;
 }

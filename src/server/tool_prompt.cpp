@@ -1,5 +1,9 @@
 #include "server/tool_prompt.h"
 
+#include <fmt/format.h>
+
+#include "server/api_error.h"
+
 namespace tf::server {
 
 namespace {
@@ -71,25 +75,20 @@ ToolPlan plan_tools(const InferenceService& service, const ToolSettings& setting
   }
   if (!settings.active()) return plan;
   plan.format = format;
-  if (settings.choice != ToolSettings::Choice::Named && settings.choice != ToolSettings::Choice::Required) return plan;
-  CallGrammar call;
-  for (const auto& spec : settings.specs) {
-    if (settings.choice != ToolSettings::Choice::Required && spec.name != settings.named) continue;
-    call.openings.push_back(tools::call_opening(format, spec.name));
-    // The arguments' keys: the schema's properties, unless it allows others.
-    std::optional<std::vector<std::string>> keys;
-    const auto props = spec.parameters.find("properties");
-    const auto extra = spec.parameters.find("additionalProperties");
-    const bool others = extra != spec.parameters.end() && !(extra->is_boolean() && !extra->get<bool>());
-    if (props != spec.parameters.end() && props->is_object() && !others) {
-      keys.emplace();
-      for (const auto& [k, v] : props->items()) keys->push_back(k);
-    }
-    call.keys.push_back(std::move(keys));
+  // The calls' grammar: forced (required, a named function: only that one) or lazy (auto), each function's
+  // arguments held to its schema.
+  plan.forced = settings.choice == ToolSettings::Choice::Named || settings.choice == ToolSettings::Choice::Required;
+  std::vector<tools::ToolSpec> callable;
+  for (const auto& spec : settings.specs)
+    if (settings.choice != ToolSettings::Choice::Named || spec.name == settings.named) callable.push_back(spec);
+  try {
+    plan.calls =
+        std::make_shared<const grammar::Grammar>(tools::tool_call_grammar(format, callable, settings.parallel));
+  } catch (const grammar::GrammarError& e) {
+    throw invalid_request(
+        fmt::format("Invalid 'tools': a tool's parameters cannot be held to their schema: {}.", e.what()), "tools",
+        e.keyword().empty() ? "invalid_value" : "unsupported_schema_keyword");
   }
-  call.json_arguments = tools::json_arguments(format);
-  if (call.json_arguments) call.closing = tools::call_closing(format);
-  plan.forced = std::move(call);
   return plan;
 }
 

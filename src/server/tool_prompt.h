@@ -12,13 +12,15 @@
 
 #include "server/inference_service.h"
 #include "server/tool_fields.h"
+#include "text/tool_calls/call_grammar.h"
 #include "text/tool_calls/tool_call_parser.h"
 
 namespace tf::server {
 
 struct ToolPlan {
-  std::optional<tools::ToolFormat> format;  // read calls in this format; none: the reply is all content
-  std::optional<CallGrammar> forced;        // tool_choice required / named: the call the reply must be
+  std::optional<tools::ToolFormat> format;        // read calls in this format; none: the reply is all content
+  std::shared_ptr<const grammar::Grammar> calls;  // the grammar of the reply's calls (with a format)
+  bool forced = false;  // tool_choice required / named: the reply must be calls; else the grammar is lazy
 };
 
 // Adjusts `input` (messages, tools) for `settings` and returns how to read and constrain the reply.

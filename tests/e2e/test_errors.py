@@ -75,13 +75,33 @@ def test_missing_fields_are_400(server):
     check_envelope(server.raw("POST", "/v1/responses", {"model": ALIAS}), 400, param="input")
 
 
-def test_unknown_model_is_404(client, server):
-    err = check_envelope(server.raw("POST", CHAT, {"model": "gpt-4o", "messages": USER}), 404,
-                         code="model_not_found", param="model")
-    assert "gpt-4o" in err["message"]
+def test_any_model_name_is_the_served_model_by_default(client, server):
+    # --model-names any (the default): a hard-coded name is the one model; the reply names the served id.
+    r = client.chat.completions.create(model="gpt-4o", messages=USER, max_tokens=2)
+    assert r.model == server.model_id
+    reply = server.raw("POST", "/v1/responses", {"model": "nope", "input": "x", "max_output_tokens": 2})
+    assert reply.status == 200 and reply.json()["model"] == server.model_id
+    # Retrieving a model by a name it does not have is still a 404.
     with pytest.raises(openai.NotFoundError):
-        client.chat.completions.create(model="gpt-4o", messages=USER)
-    check_envelope(server.raw("POST", "/v1/responses", {"model": "nope", "input": "x"}), 404, code="model_not_found")
+        client.models.retrieve("gpt-4o")
+
+
+def test_unknown_model_is_404_with_model_names_strict(tensorfold_bin, default_model_path, tmp_path):
+    from ._serve import start_serve
+
+    srv = start_serve(tensorfold_bin, default_model_path, ["--model-names", "strict", "--alias", ALIAS], tmp_path)
+    try:
+        err = check_envelope(srv.raw("POST", CHAT, {"model": "gpt-4o", "messages": USER}), 404,
+                             code="model_not_found", param="model")
+        assert "gpt-4o" in err["message"]
+        with pytest.raises(openai.NotFoundError):
+            srv.client().chat.completions.create(model="gpt-4o", messages=USER)
+        check_envelope(srv.raw("POST", "/v1/responses", {"model": "nope", "input": "x"}), 404,
+                       code="model_not_found")
+        r = srv.client().chat.completions.create(model=ALIAS, messages=USER, max_tokens=2)
+        assert r.model == srv.model_id
+    finally:
+        srv.stop()
 
 
 def test_n_above_the_limit_is_400(client):

@@ -37,7 +37,7 @@ def test_a_text_reply(claude, server):
 
 def test_tool_use_and_the_round_trip(claude, server):
     m = claude.messages.create(model=server.model_id, max_tokens=96, messages=ASK, tools=TOOLS[:1],
-                               tool_choice={"type": "any"}, extra_body={"temperature": 0})
+                               tool_choice={"type": "any", "disable_parallel_tool_use": True}, extra_body={"temperature": 0})
     assert m.stop_reason == "tool_use"
     uses = [b for b in m.content if b.type == "tool_use"]
     assert len(uses) == 1

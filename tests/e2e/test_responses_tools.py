@@ -23,7 +23,7 @@ def calls_of(response):
 
 
 def test_a_function_call_and_the_next_turn_by_previous_response_id(client, server):
-    r = client.responses.create(model=server.model_id, input=ASK, tools=TOOLS[:1], tool_choice="required",
+    r = client.responses.create(model=server.model_id, input=ASK, tools=TOOLS[:1], tool_choice="required", parallel_tool_calls=False,
                                 max_output_tokens=96, temperature=0)
     calls = calls_of(r)
     assert len(calls) == 1
@@ -40,12 +40,12 @@ def test_a_function_call_and_the_next_turn_by_previous_response_id(client, serve
 
 def test_a_named_function_streams_its_arguments(client, server):
     whole = client.responses.create(model=server.model_id, input=ASK, tools=TOOLS[:1], max_output_tokens=96,
-                                    temperature=0, tool_choice={"type": "function", "name": "get_weather"})
+                                    temperature=0, tool_choice={"type": "function", "name": "get_weather"}, parallel_tool_calls=False)
     assert calls_of(whole)[0].name == "get_weather"
     kinds, pieces, done, final = [], [], None, None
     for event in client.responses.create(model=server.model_id, input=ASK, tools=TOOLS[:1], max_output_tokens=96,
                                          temperature=0, stream=True,
-                                         tool_choice={"type": "function", "name": "get_weather"}):
+                                         tool_choice={"type": "function", "name": "get_weather"}, parallel_tool_calls=False):
         kinds.append(event.type)
         if event.type == "response.function_call_arguments.delta":
             pieces.append(event.delta)

@@ -66,9 +66,11 @@ bool fits_type(const json& v, const std::string& t) {
   return false;
 }
 
-class Compiler {
+}  // namespace
+
+class SchemaCompiler {
  public:
-  explicit Compiler(const json& root) : root_(root) {
+  SchemaCompiler(GrammarBuilder& b, const json& root) : root_(root), b_(b) {
     // ws ::= "" | " " | "\n" [ \t]{0,24}
     ws_ = b_.rule("ws");
     b_.add(ws_, {});
@@ -85,6 +87,11 @@ class Compiler {
     b_.add(char_, GrammarBuilder::cat({b_.bytes("\\u"), hexd, hexd, hexd, hexd}));
   }
 
+  Expr whitespace() const { return ref(ws_); }
+  Expr document() { return value(root_, "#", 0); }
+  Expr value_at(const json& s, const std::string& path) { return value(s, path, 1); }
+  Expr object() { return any_object(); }
+
   Grammar compile_schema() {
     const auto r = b_.rule("root");
     b_.add(r, GrammarBuilder::cat({ref(ws_), value(root_, "#", 0)}));
@@ -98,6 +105,7 @@ class Compiler {
   }
 
  private:
+  friend class JsonSchemaRules;
   static ByteSet bytes_of(std::string_view s) {
     ByteSet set;
     for (const char c : s) set.set(static_cast<std::uint8_t>(c));
@@ -627,21 +635,31 @@ class Compiler {
   }
 
   const json& root_;
-  GrammarBuilder b_;
+  GrammarBuilder& b_;
   std::uint32_t ws_ = 0, char_ = 0;
   std::optional<std::uint32_t> string_, number_, integer_, value_, object_, array_;
   std::map<std::string, std::uint32_t> refs_;
 };
 
-}  // namespace
+JsonSchemaRules::JsonSchemaRules(GrammarBuilder& b, const nlohmann::ordered_json& document)
+    : c_(std::make_unique<SchemaCompiler>(b, document)) {}
+JsonSchemaRules::~JsonSchemaRules() = default;
+GrammarBuilder::Expr JsonSchemaRules::document() { return c_->document(); }
+GrammarBuilder::Expr JsonSchemaRules::value(const nlohmann::ordered_json& schema, const std::string& path) {
+  return c_->value_at(schema, path);
+}
+GrammarBuilder::Expr JsonSchemaRules::any_object() { return c_->object(); }
+GrammarBuilder::Expr JsonSchemaRules::whitespace() const { return c_->whitespace(); }
 
 Grammar json_schema_grammar(const nlohmann::ordered_json& schema) {
-  return Compiler(schema).compile_schema();
+  GrammarBuilder b;
+  return SchemaCompiler(b, schema).compile_schema();
 }
 
 Grammar json_object_grammar() {
   const nlohmann::ordered_json none;
-  return Compiler(none).compile_object();
+  GrammarBuilder b;
+  return SchemaCompiler(b, none).compile_object();
 }
 
 }  // namespace tf::grammar

@@ -40,6 +40,7 @@ struct ToolEvent {
 struct ToolSpec {
   std::string name;
   nlohmann::ordered_json parameters = nlohmann::ordered_json::object();
+  bool strict = false;  // function.strict: the schema must be one the grammar holds calls to exactly
 };
 
 enum class ToolFormat {

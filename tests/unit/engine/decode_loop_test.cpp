@@ -8,14 +8,15 @@
 
 #include "engine/drafting/context_copy.h"
 #include "engine/drafting/draft_source.h"
+#include "engine/grammar_constraint.h"
 #include "engine/keyed_noise.h"
 #include "engine/sampler.h"
 #include "engine/stream_decoder.h"
-#include "engine/grammar_constraint.h"
 #include "engine/token_constraint.h"
 #include "fake_logits.h"
 #include "families/model.h"
 #include "text/grammar/json_schema.h"
+#include "text/tool_calls/call_grammar.h"
 #include "text/tool_calls/json_scanner.h"
 
 namespace tf {
@@ -408,64 +409,73 @@ TEST(DecodeLoop, AConstraintMasksEveryRowAndDraftedStillEqualsSerial) {
   }
 }
 
-// The tool-call constraint over a toy vocabulary: every reply is an opening, a JSON object and the closing,
-// then EOS; drafted equals serial.
-TEST(DecodeLoop, TheCallConstraintHoldsRepliesToTheCallSyntax) {
-  auto texts = std::make_shared<TokenTexts>();
-  const char* words[] = {"<a>", "<b>", "<", "a", ">", "{", "}", "[", "]", "\"k\"", "\"", "x", ":", ",", " ", "1",
-                         "-", "true", "nul", "l", "!", "!!", "{\"", "}!", "q", "<a>{", "\n", "0", "e", ".", "2", "EOS"};
-  for (const char* w : words) texts->push_back(w);
-  ASSERT_EQ(texts->size(), static_cast<std::size_t>(kVocab));
+// A tool call's lazy grammar over a toy vocabulary (Hermes): the text is free until it writes <tool_call>, then
+// the call's syntax with the function's schema holds it; every call that closes is read by the Hermes parser
+// with arguments of the schema; drafted equals serial.
+TEST(DecodeLoop, ALazyCallGrammarHoldsACallFromItsTriggerAndDraftedEqualsSerial) {
+  // Every token a dead end could start from is left out (a lone quote, letter or '<'): the mask does not look ahead,
+  // so a toy vocabulary must be able to finish whatever it starts, as a real one (all bytes are tokens) can.
+  std::vector<std::string> words = {
+      "<tool_call>",   "</tool_call>", "{", "}", "3",  "name", "\"name\"", ":", " ",    "\"f\"", ",",
+      "\"arguments\"", "\"n\"",        "1", "2", "\n", "hi",   "4",        "6", "tool", "_call", ">",
+      "true",          "\"n\": ",      "0", "-", "5",  "}\n",  "a",        "b", "f",    "EOS"};
+  ASSERT_EQ(words.size(), static_cast<std::size_t>(kVocab));
   const std::int32_t eos = kVocab - 1;
-  CallGrammar grammar{{"<a>", "<b>"}, true, "!", "", {}};
-  const auto constraint = make_call_constraint(texts, grammar, {eos});
-  int completed = 0;
-  for (float temperature : {0.0f, 0.9f, 1.5f}) {
-    SamplingParams sp;
-    sp.temperature = temperature;
-    const Outcome serial = run_decode(sp, 0, nullptr, 60, {eos}, false, false, nullptr, nullptr, constraint.get());
-    std::string text;
-    for (const auto t : serial.tokens) text += (*texts)[static_cast<std::size_t>(t)];
-    const auto start = text.find_first_not_of(" \n");  // blank lines may come before the call
-    ASSERT_NE(start, std::string::npos) << text;
-    ASSERT_TRUE(text.compare(start, 3, "<a>") == 0 || text.compare(start, 3, "<b>") == 0) << text;
-    tools::JsonScanner json(true);
-    std::size_t i = start + 3;
-    for (; i < text.size() && json.status() == tools::JsonScanner::Status::More; ++i)
-      ASSERT_NE(json.feed(text[i]), tools::JsonScanner::Status::Error) << text;
-    if (serial.finish == FinishReason::Stop) {
-      ++completed;
-      EXPECT_EQ(text.substr(i), "!") << text;
-    }
-    for (int error_every : {0, 2}) {
-      OracleDrafter d(serial.tokens, 8, error_every);
-      const Outcome drafted = run_decode(sp, 6, &d, 60, {eos}, true, false, nullptr, nullptr, constraint.get());
-      EXPECT_EQ(drafted.tokens, serial.tokens) << "T " << temperature;
-      EXPECT_EQ(drafted.finish, serial.finish);
+  const tools::ToolSpec tool{"f",
+                             nlohmann::ordered_json::parse(
+                                 R"({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})")};
+  const auto g = tools::tool_call_grammar(tools::ToolFormat::Hermes, {tool}, false);
+  const auto vocabulary = token_vocabulary(words, {eos});
+  const auto constraint =
+      make_grammar_constraint(vocabulary, g, {eos}, {}, tools::call_triggers(tools::ToolFormat::Hermes));
+  // Before the trigger: nothing masked.
+  std::vector<float> row(static_cast<std::size_t>(kVocab), 0.0f);
+  constraint->mask(std::vector<std::int32_t>{16, 8}, row);
+  EXPECT_TRUE(std::all_of(row.begin(), row.end(), [](float x) { return x == 0.0f; }));
+  // After it: only what continues the call ('{', whitespace), not the end or text.
+  constraint->mask(std::vector<std::int32_t>{16, 0}, row);
+  EXPECT_EQ(row[2], 0.0f);
+  EXPECT_TRUE(std::isinf(row[static_cast<std::size_t>(eos)]));
+  EXPECT_TRUE(std::isinf(row[16]));
+  // The same grammar forced (no trigger): the reply is the call from its first token.
+  const auto forced = make_grammar_constraint(vocabulary, g, {eos});
+  int closed = 0;
+  for (const auto* c : {constraint.get(), forced.get()}) {
+    for (float temperature : {0.0f, 0.8f, 1.2f}) {
+      SamplingParams sp;
+      sp.temperature = temperature;
+      const Outcome serial = run_decode(sp, 0, nullptr, 80, {eos}, false, false, nullptr, nullptr, c);
+      std::string text;
+      for (const auto t : serial.tokens) text += words[static_cast<std::size_t>(t)];
+      const auto at = c == forced.get() ? text.find_first_not_of(" \n") : text.find("<tool_call>");
+      if (c == forced.get()) {
+        ASSERT_EQ(text.compare(at, 11, "<tool_call>"), 0) << text;
+      }
+      if (at != std::string::npos) {
+        grammar::GrammarMatcher m(g);
+        const auto state = m.run(m.initial(), std::string_view(text).substr(at));
+        ASSERT_NE(state, grammar::GrammarMatcher::kDead) << ::testing::PrintToString(text) << " from " << at;
+        if (serial.finish == FinishReason::Stop) {
+          ++closed;
+          EXPECT_TRUE(m.accepting(state)) << text;
+          auto parser = tools::make_tool_call_parser(tools::ToolFormat::Hermes, {tool});
+          std::vector<tools::ToolEvent> events;
+          parser->feed(text, events);
+          parser->finish(events);
+          const auto reply = tools::collect_tool_calls(events);
+          ASSERT_EQ(reply.calls.size(), 1u) << text;
+          EXPECT_TRUE(nlohmann::json::parse(reply.calls[0].arguments)["n"].is_number_integer()) << text;
+        }
+      }
+      for (int error_every : {0, 2}) {
+        OracleDrafter d(serial.tokens, 8, error_every);
+        const Outcome drafted = run_decode(sp, 6, &d, 80, {eos}, true, false, nullptr, nullptr, c);
+        EXPECT_EQ(drafted.tokens, serial.tokens) << "T " << temperature;
+        EXPECT_EQ(drafted.finish, serial.finish);
+      }
     }
   }
-  EXPECT_GT(completed, 0) << "no reply completed its call";
-}
-
-// With the tool's keys given, a top-level argument key must be one of them, byte by byte.
-TEST(DecodeLoop, TheCallConstraintHoldsArgumentKeysToTheSchema) {
-  auto texts = std::make_shared<TokenTexts>(TokenTexts{"<a>", "{", "\"", "k", "x", "\"k\"", "\"x\"", ":", "1", "}", "!",
-                                                       "EOS"});
-  const auto c = make_call_constraint(texts, {{"<a>"}, true, "!", "", {std::vector<std::string>{"k"}}}, {11});
-  const auto allowed = [&](std::vector<std::int32_t> generated) {
-    std::vector<float> logits(texts->size(), 0.0f);
-    c->mask(generated, logits);
-    std::vector<int> ok;
-    for (std::size_t i = 0; i < logits.size(); ++i)
-      if (logits[i] == 0.0f) ok.push_back(static_cast<int>(i));
-    return ok;
-  };
-  EXPECT_EQ(allowed({}), (std::vector<int>{0}));
-  EXPECT_EQ(allowed({0, 1}), (std::vector<int>{2, 5, 9}));  // '"' starts a key, "k" is one, '}' ends: not "x"
-  EXPECT_EQ(allowed({0, 1, 2}), (std::vector<int>{3}));     // only k (an empty key is not one)
-  EXPECT_EQ(allowed({0, 1, 5}), (std::vector<int>{7}));
-  EXPECT_EQ(allowed({0, 1, 5, 7, 8, 9}), (std::vector<int>{10}));
-  EXPECT_EQ(allowed({0, 1, 9, 10}), (std::vector<int>{11}));  // complete: only the end
+  EXPECT_GT(closed, 0) << "no call closed";
 }
 
 // Structured output over a toy vocabulary: the replies are JSON of the schema (complete ones end with EOS), and

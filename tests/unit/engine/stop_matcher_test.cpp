@@ -17,6 +17,7 @@ TEST(StopMatcher, HoldsBackPossibleStartsAndCutsAtTheStop) {
   EXPECT_EQ(m.feed("en"), "");
   EXPECT_EQ(m.feed("d> more"), "");
   EXPECT_TRUE(m.stopped());
+  EXPECT_EQ(m.matched(), "</end>");  // Anthropic's stop_sequence
   EXPECT_EQ(m.flush(), "");
 }
 
@@ -30,6 +31,7 @@ TEST(StopMatcher, EarliestOfSeveralStopsWins) {
   StopMatcher m({"bb", "a"});
   EXPECT_EQ(run(m, {"xxbbya"}), "xx");
   EXPECT_TRUE(m.stopped());
+  EXPECT_EQ(m.matched(), "bb");
 }
 
 TEST(StopMatcher, NoStopsPassesEverythingThrough) {

@@ -101,7 +101,9 @@ TEST_F(ChatTools, AWholeReplyCarriesTheCallsAndFinishesWithToolCalls) {
   EXPECT_NE(svc.last_rendered.find("system: # Tools"), std::string::npos) << svc.last_rendered;
   EXPECT_NE(svc.last_rendered.find("\"name\":\"get_weather\""), std::string::npos) << svc.last_rendered;
   EXPECT_NE(svc.last_rendered.find("<tool_call>\n{\"name\": <function-name>"), std::string::npos);
-  EXPECT_EQ(svc.last_request().constraint, nullptr);
+  // tool_choice auto: the lazy call grammar (free text until a call opens).
+  EXPECT_NE(svc.last_request().constraint, nullptr);
+  EXPECT_FALSE(svc.last_triggers.empty());
 }
 
 TEST_F(ChatTools, AStreamSendsIdAndNameFirstThenArgumentsAsGenerated) {
@@ -132,21 +134,52 @@ TEST_F(ChatTools, AStreamSendsIdAndNameFirstThenArgumentsAsGenerated) {
   }
 }
 
-TEST_F(ChatTools, ToolChoiceRequiredAndNamedConstrainTheReplysStart) {
+// Whether the call grammar the server built reads `text` to its end.
+bool grammar_reads(const grammar::Grammar& g, const std::string& text) {
+  grammar::GrammarMatcher m(g);
+  return m.accepting(m.run(m.initial(), text));
+}
+
+TEST_F(ChatTools, ToolChoiceRequiredAndNamedHoldTheReplyToTheCallsGrammar) {
   ASSERT_EQ(post(srv, request({{"tool_choice", "required"}})).status, 200);
   EXPECT_NE(svc.last_request().constraint, nullptr);
-  EXPECT_EQ(svc.last_grammar.openings,
-            (std::vector<std::string>{"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ",
-                                      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": "}));
-  EXPECT_TRUE(svc.last_grammar.json_arguments);
-  EXPECT_EQ(svc.last_grammar.closing, "}\n</tool_call>");
-  // The arguments' keys come from each tool's schema: get_time declares none.
-  ASSERT_EQ(svc.last_grammar.keys.size(), 2u);
-  EXPECT_EQ(svc.last_grammar.keys[0], std::vector<std::string>{"city"});
-  EXPECT_EQ(svc.last_grammar.keys[1], std::vector<std::string>{});
+  ASSERT_NE(svc.last_call_grammar, nullptr);
+  EXPECT_TRUE(svc.last_triggers.empty()) << "a forced call is held from the reply's start";
+  const auto& g = *svc.last_call_grammar;
+  EXPECT_TRUE(
+      grammar_reads(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"));
+  EXPECT_TRUE(grammar_reads(g, "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"));
+  // The schema holds the arguments: city is required and a string.
+  EXPECT_FALSE(grammar_reads(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(
+      grammar_reads(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": 3}}\n</tool_call>"));
+  EXPECT_FALSE(grammar_reads(g, "<tool_call>\n{\"name\": \"nope\", \"arguments\": {}}\n</tool_call>"));
   ASSERT_EQ(post(srv, request({{"tool_choice", {{"type", "function"}, {"function", {{"name", "get_time"}}}}}})).status, 200);
-  EXPECT_EQ(svc.last_grammar.openings,
-            std::vector<std::string>{"<tool_call>\n{\"name\": \"get_time\", \"arguments\": "});
+  EXPECT_FALSE(
+      grammar_reads(*svc.last_call_grammar,
+                    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"));
+  EXPECT_TRUE(
+      grammar_reads(*svc.last_call_grammar, "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"));
+}
+
+TEST_F(ChatTools, ToolChoiceAutoHoldsACallFromItsOpeningOn) {
+  ASSERT_EQ(post(srv, request()).status, 200);
+  ASSERT_NE(svc.last_call_grammar, nullptr);
+  ASSERT_EQ(svc.last_triggers.size(), 1u);
+  EXPECT_EQ(svc.last_triggers[0].text, "<tool_call>");
+}
+
+TEST_F(ChatTools, AStrictToolWithAnUnsupportedSchemaIsA400NamingIt) {
+  auto body = request({{"tool_choice", "required"}});
+  body["tools"][0]["function"]["strict"] = true;
+  body["tools"][0]["function"]["parameters"] = json::parse(R"({"type": "object", "not": {}})");
+  const auto r = post(srv, body);
+  ASSERT_EQ(r.status, 400);
+  EXPECT_EQ(r.body["error"]["param"], "tools[0].function.parameters");
+  EXPECT_EQ(r.body["error"]["code"], "unsupported_schema_keyword");
+  // Not strict: the call is held to any object instead.
+  body["tools"][0]["function"].erase("strict");
+  EXPECT_EQ(post(srv, body).status, 200);
 }
 
 TEST_F(ChatTools, ToolChoiceNoneHidesTheToolsAndReadsNoCalls) {

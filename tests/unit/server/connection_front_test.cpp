@@ -146,6 +146,28 @@ TEST_F(Front, HeadersLateAre408AndSilentConnectionsClose) {
   EXPECT_TRUE(closed_by_server(silent, 1000ms));
 }
 
+// A body trickled a byte at a time, each within --timeout of the last, still has a total deadline: --timeout
+// plus its bytes at the minimum rate (16 KiB/s), here about one second.
+TEST_F(Front, ATrickledBodyIs408AtItsTotalDeadline) {
+  auto o = options();
+  o.timeout_s = 1;
+  start(std::move(o));
+  Sockets s;
+  const int fd = connect_to(srv->port());
+  s.fds = {fd};
+  ASSERT_TRUE(send_text(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"));
+  const auto t0 = Clock::now();
+  std::string reply;
+  for (int i = 0; i < 40 && reply.empty(); ++i) {
+    if (!send_text(fd, "{")) break;    // the server may have closed its side
+    reply = receive(fd, "}}", 300ms);  // a byte every 0.3 s: never idle for --timeout
+  }
+  if (reply.empty()) reply = receive(fd, "}}", 1000ms);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 408", 0), 0u) << reply;
+  EXPECT_LT(Clock::now() - t0, 3s);
+  EXPECT_GT(Clock::now() - t0, 900ms);
+}
+
 TEST_F(Front, PipelinedAndKeepAliveRequestsAreAnsweredInOrder) {
   start(options());
   Sockets s;

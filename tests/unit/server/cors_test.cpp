@@ -69,6 +69,26 @@ TEST(Cors, OtherOriginsAndUnconfiguredServersGetNoCorsHeaders) {
   }
 }
 
+// Browsers reject a reply that repeats an Access-Control-* header: each is sent once, preflights included.
+TEST(Cors, EachHeaderIsSentOnceAndCredentialsOnlyForAListedOrigin) {
+  testing::FakeService svc;
+  for (const auto& origin : {std::string("http://localhost:3000"), std::string("*")}) {
+    HttpServer srv(options({origin}));
+    srv.set_service(&svc);
+    const auto pre = send(srv, "OPTIONS", "/v1/chat/completions", kPreflight);
+    const auto get =
+        send(srv, "GET", "/v1/models", {{"Origin", "http://localhost:3000"}, {"Authorization", "Bearer sk-1"}});
+    for (const auto* res : {&pre, &get}) {
+      for (const char* name :
+           {"Access-Control-Allow-Origin", "Access-Control-Expose-Headers", "Vary", "Access-Control-Allow-Methods",
+            "Access-Control-Allow-Headers", "Access-Control-Allow-Credentials"})
+        EXPECT_LE(res->headers.count(name), 1u) << name << " for " << origin;
+      EXPECT_EQ(res->headers.count("Access-Control-Allow-Origin"), 1u);
+      EXPECT_EQ(res->get_header_value("Access-Control-Allow-Credentials"), origin == "*" ? "" : "true") << origin;
+    }
+  }
+}
+
 TEST(Cors, AnUnknownRouteOrAPlainOptionsIsNoPreflight) {
   testing::FakeService svc;
   HttpServer srv(options({"*"}));

@@ -45,11 +45,15 @@ class FakeService : public InferenceService {
   }
   std::string chat_template_source(const ChatInput&) const override { return template_source; }
   // Records the grammar; masks nothing (the fake's replies are canned).
-  std::shared_ptr<const TokenConstraint> call_constraint(CallGrammar grammar) const override {
+  std::shared_ptr<const TokenConstraint> call_grammar_constraint(
+      std::shared_ptr<const grammar::Grammar> grammar, std::string after,
+      std::vector<tools::CallTrigger> triggers) const override {
     struct Unmasked final : TokenConstraint {
       void mask(std::span<const std::int32_t>, std::span<float>) const override {}
     };
-    last_grammar = std::move(grammar);
+    last_call_grammar = std::move(grammar);
+    last_call_after = std::move(after);
+    last_triggers = std::move(triggers);
     return std::make_shared<Unmasked>();
   }
   std::shared_ptr<const TokenConstraint> reasoning_budget(ReasoningBudget budget) const override {
@@ -138,7 +142,9 @@ class FakeService : public InferenceService {
   }
 
   mutable std::string last_rendered;
-  mutable CallGrammar last_grammar;
+  mutable std::shared_ptr<const grammar::Grammar> last_call_grammar;
+  mutable std::string last_call_after;
+  mutable std::vector<tools::CallTrigger> last_triggers;
   mutable std::optional<ReasoningBudget> last_budget;
   mutable std::shared_ptr<const grammar::Grammar> last_structured;
   mutable std::string last_after;

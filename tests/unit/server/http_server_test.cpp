@@ -275,8 +275,32 @@ TEST_F(ServerTest, ErrorAfterTheStreamOpenedIsAnEventThenDone) {
   EXPECT_EQ(plain.body["error"]["type"], "server_error");
 }
 
+TEST_F(ServerTest, AnyModelNameIsTheServedModelUnlessStrict) {
+  const std::string body = R"({"model":"claude-sonnet-4","messages":[{"role":"user","content":"hi"}]})";
+  {
+    HttpServer srv(options());
+    srv.set_service(&svc);
+    const auto r = call(srv, "POST", "/v1/chat/completions", body);
+    ASSERT_EQ(r.status, 200) << r.raw;
+    EXPECT_EQ(r.body["model"], "smol");  // the reply names the served id
+  }
+  auto strict = options();
+  strict.names.strict = true;
+  HttpServer srv(strict);
+  srv.set_service(&svc);
+  const auto r = call(srv, "POST", "/v1/chat/completions", body);
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.body["error"]["code"], "model_not_found");
+  EXPECT_EQ(
+      call(srv, "POST", "/v1/chat/completions", R"({"model":"alias-1","messages":[{"role":"user","content":"hi"}]})")
+          .status,
+      200);
+}
+
 TEST_F(ServerTest, ClientErrorsBeforeAnyToken) {
-  HttpServer srv(options());
+  auto strict = options();
+  strict.names.strict = true;  // the unknown model's 404 below
+  HttpServer srv(strict);
   srv.set_service(&svc);
   struct Case {
     std::string body;

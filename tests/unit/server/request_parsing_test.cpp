@@ -7,6 +7,7 @@
 #include "server/chat_request.h"
 #include "server/completion_request.h"
 #include "server/json_fields.h"
+#include "server/messages_request.h"
 #include "server/responses_request.h"
 
 namespace tf::server {
@@ -51,6 +52,53 @@ TEST(JsonBody, RefusesDeepNestingBeforeParsing) {
 
 TEST(JsonBody, RefusesInvalidUtf8) {
   EXPECT_EQ(expect_error([] { parse_json_body("{\"a\": \"\xff\xfe\"}"); }).status(), 400);
+}
+
+// JSON that breaks inside a field names it: a lone surrogate in a string, a number that overflows a double.
+TEST(JsonBody, AValueThatDoesNotParseNamesItsField) {
+  EXPECT_EQ(expect_error([] { parse_json_body(R"({"messages": [{"role": "user", "content": "a\ud800b"}]})"); }).param(),
+            "messages[0].content");
+  EXPECT_EQ(expect_error([] { parse_json_body(R"({"model": "m", "temperature": 1e999})"); }).param(), "temperature");
+  EXPECT_EQ(expect_error([] { parse_json_body(R"({"a": [1, 2, {"b": [0, 1e999]}]})"); }).param(), "a[2].b[1]");
+  // Broken outside any value: no field to name.
+  const auto e = expect_error([] { parse_json_body("{\"a\": 1,,}"); });
+  EXPECT_TRUE(!e.param() || e.param()->empty());
+}
+
+TEST(ChatRequest, ContinueFinalMessageAndTrailingAssistants) {
+  auto body = chat({{"continue_final_message", true}});
+  body["messages"].push_back({{"role", "assistant"}, {"content", "It is"}});
+  const auto r = parse_chat_request(body);
+  EXPECT_TRUE(r.continue_final_message);
+  EXPECT_FALSE(r.add_generation_prompt);
+  body["add_generation_prompt"] = true;
+  EXPECT_EQ(expect_error([&] { parse_chat_request(body); }).param(), "continue_final_message");
+  body.erase("add_generation_prompt");
+  body["messages"].push_back({{"role", "assistant"}, {"content", "more"}});
+  EXPECT_EQ(expect_error([&] { check_trailing_assistants(parse_chat_request(body).messages); }).param(), "messages[2]");
+}
+
+TEST(MessagesRequest, ThinkingOfEarlierTurnsAndAnthropicsRanges) {
+  const auto body = json::parse(R"({"model": "m", "max_tokens": 5, "messages": [
+      {"role": "user", "content": "hi"},
+      {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": ""},
+                                        {"type": "redacted_thinking", "data": "x"}, {"type": "text", "text": "yo"}]},
+      {"role": "user", "content": "and?"}]})");
+  const auto r = parse_messages_request(body, false);
+  EXPECT_EQ(r.chat.messages[1]["reasoning_content"], "hmm");
+  EXPECT_EQ(r.chat.messages[1]["content"], "yo");
+  for (const auto& [field, value] :
+       std::vector<std::pair<std::string, json>>{{"temperature", 1.5}, {"top_p", 2}, {"stop_sequences", "END"}}) {
+    auto bad = body;
+    bad[field] = value;
+    EXPECT_EQ(expect_error([&] { parse_messages_request(bad, false); }).param(), field) << field;
+  }
+  auto first_assistant = body;
+  first_assistant["messages"].erase(0);
+  EXPECT_EQ(expect_error([&] { parse_messages_request(first_assistant, false); }).param(), "messages[0].role");
+  auto temperature_one = body;
+  temperature_one["temperature"] = 1;
+  EXPECT_EQ(parse_messages_request(temperature_one, false).chat.sampling.temperature, 1.0f);
 }
 
 TEST(JsonFields, NumbersAreFiniteNonBooleanAndInRange) {
