@@ -616,7 +616,7 @@ void bench_aggregate_model(tf::CudaBackend& be, const std::string& path) {
         std::vector<tf::ForwardPart> parts;
         for (int i = 0; i < n; ++i)
           parts.push_back({states[static_cast<std::size_t>(i)].get(),
-                           std::span(&tokens[static_cast<std::size_t>(i)], 1), true, false});
+                           std::span(&tokens[static_cast<std::size_t>(i)], 1), true, false, false, tf::TokenChoice{}});
         std::vector<std::int32_t> next;
         for (const auto& r : model->forward_parts(parts)) next.push_back(r.ids.at(0));
         return next;
