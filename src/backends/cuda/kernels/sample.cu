@@ -4,11 +4,12 @@
 // operation rounded alone), so the only question is which candidates are kept, and that is decided exactly:
 //
 // - Candidates are ordered by a 64-bit key (sampling::order_key: v, then the lower id), unique per row.
-// - top-k is the k-th largest key, found by a radix select over the keys (11-bit digits, histograms of counts
-//   in shared memory, stopping as soon as the bucket holding it holds it alone).
+// - top-k is the k-th largest key, found by a select over histograms of counts in shared memory: first bins of
+//   the gap to the max (1/64 nat), then the key's 11-bit radix digits inside the bin found, stopping as soon
+//   as a bin holds the key alone.
 // - top-p is the first key in descending order whose running mass reaches the cut. Masses are integers, so the
-//   mass above any key is the same sum in any order: the same radix select, with histograms of mass, finds it
-//   (the level-one histogram also gives the total).
+//   mass above any key is the same sum in any order: the same select, with histograms of mass, finds it (the
+//   gap bins hold every candidate with mass, so they also give the total).
 // - Gumbel-max over the kept candidates, seeded with the first candidate's score; a candidate that provably
 //   cannot reach the best (sampling::cannot_win, from its hash alone) skips its two logs.
 // A greedy row (temperature <= 0) is greedy_token: the first index of the largest value, NaN at 0 giving 0.
@@ -140,12 +141,60 @@ __device__ Pick pick_bin(const Hist& h, bool by_mass, std::uint64_t want, std::u
   return p;
 }
 
+// The bin of a candidate's gap to the max, v_max - v, 1/64 nat wide over [0, kMasslessGap] (-1 further down,
+// where nothing has mass). Bins of the gap are ranges of v, so ranges of keys, in the keys' order.
+constexpr int kPerNat = 64;
+__device__ __forceinline__ int gap_bin(float v, float v_max) {
+  const double d = exact::sub(static_cast<double>(v_max), static_cast<double>(v));
+  return d <= sm::kMasslessGap ? static_cast<int>(exact::mul(d, static_cast<double>(kPerNat))) : -1;
+}
+static_assert(static_cast<int>(sm::kMasslessGap) * kPerNat < kBins, "the gap's bins fit the histogram");
+
 // The key of the `want`-th largest candidate (by count) or of top-p's last kept one (by mass) among the
-// candidates with key >= floor.
+// candidates with key >= floor. A first level bins the candidates by their gap to the max: spread over
+// 1,921 bins, their atomics rarely meet (the keys' top 11 bits put most of a row into a handful of bins,
+// whose shared-memory atomics then serialise), and by mass it sees every candidate with mass, so it also
+// gives the total. The key's radix digits then resolve the bin found (by count, when the k-th lies past
+// the bins, every candidate).
 __device__ std::uint64_t radix_select(Hist& h, const float* row, std::int64_t vocab, float temperature, float v_max,
-                                      std::uint64_t floor, bool by_mass, std::uint64_t want, float top_p,
-                                      std::uint64_t* total_out) {
-  std::uint64_t prefix = 0, above = 0, total = 0;
+                                      std::uint64_t floor, bool by_mass, std::uint64_t want, float top_p) {
+  std::uint64_t above = 0, total = 0;
+  int gap = -1;  // the gap bin holding the key sought, once known
+  for (int b = static_cast<int>(threadIdx.x); b < kBins; b += kThreads) h.count[b] = 0, h.mass[b] = 0, h.top[b] = 0;
+  __syncthreads();
+  for (std::int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+    const float v = __fdiv_rn(row[i], temperature);
+    if (isnan(v)) continue;
+    const std::uint64_t key = sm::order_key(v, static_cast<std::int32_t>(i));
+    const int g = gap_bin(v, v_max);
+    if (key < floor || g < 0) continue;
+    const int b = kBins - 1 - g;  // higher bins hold higher keys, as pick_bin scans them
+    atomicAdd(&h.count[b], 1u);
+    atomicMax(&h.top[b], static_cast<unsigned long long>(key));
+    if (by_mass) {
+      const std::uint64_t m = sm::mass_of_weight(sm::weight(v, v_max));
+      if (m) atomicAdd(&h.mass[b], static_cast<unsigned long long>(m));
+    }
+  }
+  __syncthreads();
+  std::uint64_t part = 0;
+  for (int b = static_cast<int>(threadIdx.x); b < kBins; b += kThreads) part += by_mass ? h.mass[b] : h.count[b];
+  const std::uint64_t binned = block_sum(part);
+  if (by_mass) total = binned;
+  if (by_mass || binned >= want) {
+    const Pick p = pick_bin(h, by_mass, want, 0, total, top_p);
+    const bool alone = h.count[p.bin] == 1;
+    const std::uint64_t top = h.top[p.bin];
+    __syncthreads();
+    if (alone) return top;
+    gap = kBins - 1 - p.bin;
+    if (by_mass) {
+      above = p.above;
+    } else {
+      want -= p.above;
+    }
+  }
+  std::uint64_t prefix = 0;
   for (int hi = 64; hi > 0;) {
     const int bits = hi < kDigitBits ? hi : kDigitBits;
     const int shift = hi - bits;
@@ -156,7 +205,7 @@ __device__ std::uint64_t radix_select(Hist& h, const float* row, std::int64_t vo
       const float v = __fdiv_rn(row[i], temperature);
       if (isnan(v)) continue;
       const std::uint64_t key = sm::order_key(v, static_cast<std::int32_t>(i));
-      if (key < floor || (key & high_mask) != prefix) continue;
+      if (key < floor || (key & high_mask) != prefix || (gap >= 0 && gap_bin(v, v_max) != gap)) continue;
       const int b = static_cast<int>((key >> shift) & ((std::uint64_t{1} << bits) - 1));
       atomicAdd(&h.count[b], 1u);
       atomicMax(&h.top[b], static_cast<unsigned long long>(key));
@@ -166,12 +215,6 @@ __device__ std::uint64_t radix_select(Hist& h, const float* row, std::int64_t vo
       }
     }
     __syncthreads();
-    if (by_mass && hi == 64) {  // the first level sees every candidate: its bins sum to the total
-      std::uint64_t part = 0;
-      for (int b = static_cast<int>(threadIdx.x); b < kBins; b += kThreads) part += h.mass[b];
-      total = block_sum(part);
-      if (total_out) *total_out = total;
-    }
     const Pick p = pick_bin(h, by_mass, want, above, total, top_p);
     const bool alone = h.count[p.bin] == 1;
     const std::uint64_t top = h.top[p.bin];
@@ -225,11 +268,9 @@ __global__ void __launch_bounds__(kThreads) sample_rows_kernel(const float* logi
 
   std::uint64_t floor = 0;  // candidates kept by top-k and top-p: key >= floor
   if (p.top_k > 0 && static_cast<std::uint64_t>(p.top_k) < count)
-    floor = radix_select(hist, row, vocab, p.temperature, v_max, 0, false, static_cast<std::uint64_t>(p.top_k), 1.0f,
-                         nullptr);
+    floor = radix_select(hist, row, vocab, p.temperature, v_max, 0, false, static_cast<std::uint64_t>(p.top_k), 1.0f);
   if (p.top_p < 1.0f) {
-    std::uint64_t total = 0;
-    const std::uint64_t cut = radix_select(hist, row, vocab, p.temperature, v_max, floor, true, 0, p.top_p, &total);
+    const std::uint64_t cut = radix_select(hist, row, vocab, p.temperature, v_max, floor, true, 0, p.top_p);
     floor = max_u64(floor, cut);
   }
   if (!(1.0 >= static_cast<double>(p.min_p))) {  // min-p keeps nothing (the first's weight is 1): the first
