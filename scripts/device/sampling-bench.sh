@@ -39,14 +39,16 @@ phase1)
   cp .cuda-carry/m3/p0 $W/
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/machine.txt"
   B=$W/bin/tf_cuda_tests
-  $B --gtest_filter='CudaKernels.Sample*:CudaKernels.Gumbel*' 2>&1 | tee "$OUT/sampling_kernel.log" | grep -E '^\[ sampling|OK|FAILED|Failure|PASSED' | head -30
-  OUT=$OUT/suite scripts/device/run-gpu-suite.sh --prebuilt $W/bin --skip-bench --wheels $W/whl 2>&1 | tail -25
+  $B --gtest_filter='CudaKernels.Sampling*:CudaKernels.Gumbel*' 2>&1 | tee "$OUT/sampling_kernel.log" | grep -E '^\[ sampling|OK|FAILED|Failure|PASSED' | head -30
+  # KERNEL_ONLY=1: the sampler's kernel test alone (a rerun after a change to sample.cu only).
+  [ "${KERNEL_ONLY:-0}" = 1 ] || OUT=$OUT/suite scripts/device/run-gpu-suite.sh --prebuilt $W/bin --skip-bench --wheels $W/whl 2>&1 | tail -25
   ;;
 parts)
   cp .cuda-carry/m3/p1 $W/
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/tf-site \
     .cuda-carry/whl/*.whl && echo "wheels installed"
   mkdir -p $W/whl && cp .cuda-carry/whl/*.whl $W/whl/
+  [ -f .bench-carry/pack/llama.cpp-src.tar.xz ] || exit 0  # not carried: no llama-server this time
   mkdir -p $W/llama && tar -C $W/llama -xJf .bench-carry/pack/llama.cpp-src.tar.xz
   (cd $W/llama && setsid nohup bash -c "cmake -S src -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
       -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
