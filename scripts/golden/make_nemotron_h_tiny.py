@@ -38,7 +38,24 @@ scan (replaced by the exact sequential recurrence in float64: dt = softplus(dt +
 time_step_limit, S = exp(dt A) S + dt B x, y = C S + D x). The unpatched transformers forward (float32, chunked
 SSD scan) is also run and its max |diff| logged, as a check of the patches.
 Tokenizer: make_qwen3_5_tiny.py's (byte-level BPE over 275 ids, ChatML template).
+
+MTP head (bf16 only: mlx-lm strips it; transformers ignores `mtp.*` on load, so it is built here by name, seeded,
+with the real key names of NVIDIA's checkpoints as vLLM's nemotron_h_mtp.py reads them; config
+num_nextn_predict_layers 1, mtp_layers_block_type ["full_attention", "moe"]):
+  mtp.layers.0.{enorm, hnorm}.weight [H], mtp.layers.0.eh_proj.weight [H, 2H], mtp.layers.0.norm.weight,
+  mtp.layers.0.mixer.{q,k,v,o}_proj.weight (attention without RoPE, as the main layers),
+  mtp.layers.1.norm.weight, mtp.layers.1.mixer.{gate.weight, gate.e_score_correction_bias,
+  experts.N.{up,down}_proj.weight, shared_experts.{up,down}_proj.weight} (experts as the main MoE layers),
+  mtp.layers.1.final_layernorm.weight.
+  Semantics (families-and-formats §1.7; vLLM NemotronHMultiTokenPredictor): u = eh_proj(concat[enorm(E x_{t+1}),
+  hnorm(h_t)]) (embedding first), h_t the main model's output after norm_f; then each sublayer as a main-model
+  block (x + mixer(norm(x))), attention causal over the head's own positions; then final_layernorm; then the
+  main lm_head. mtp_golden.json (the same fields as qwen3_5's): for the 40-token prompt, t = 0..38 with x_{t+1}
+  from the prompt and t = 39 with the main model's greedy next token; argmax at every t, float32 logits at t = 36,
+  37, 38 and 39. The sublayers run as transformers' own NemotronHBlock modules (float64, the patches above)
+  loaded with the MTP weights; the fusion and final norm by hand.
 """
+import copy
 import json
 import os
 import shutil
@@ -70,6 +87,8 @@ PROMPT_LENS = [5, 17, 40]
 GREEDY_STEPS = 16
 MLX_OVERRIDES = {"lm_head": 8, "backbone.layers.5.mixer.down_proj": 8}  # module path -> bits (g64)
 KEEP_F32 = ("A_log", "e_score_correction_bias")
+MTP_TYPES = ["full_attention", "moe"]  # transformers' default mtp_layers_block_type ("*E")
+MTP_PROMPT = 2  # the 40-token prompt
 LOG = []
 SCAN_CALLS = [0]  # the float64 scan really runs (the patch took): counted, checked in reference_logits
 
@@ -238,8 +257,9 @@ def run_golden(model, prompts):
 
 
 @torch.no_grad()
-def reference_logits(model, ref, prompts, check_unpatched=True):
-    """The float64 golden of a model holding `ref` (checkpoint names -> numpy) as its weights."""
+def reference_logits(model, ref, prompts, check_unpatched=True, keep_model=None):
+    """The float64 golden of a model holding `ref` (checkpoint names -> numpy) as its weights (the float64
+    model appended to keep_model when given)."""
     m = NemotronHForCausalLM(model.config).to(torch.float64).eval()
     m.config._attn_implementation = "eager"
     m.config._experts_implementation = "eager"  # the grouped_mm kernel takes no float64
@@ -263,7 +283,112 @@ def reference_logits(model, ref, prompts, check_unpatched=True):
             worst = max(worst, float(np.abs(lg - np.array(golden["logits"][i], np.float64)).max()))
         log(f"  unpatched transformers float32 (chunked SSD scan) vs the float64 golden: max |diff| {worst:.2e}")
         assert worst < 1e-3, worst
+    if keep_model is not None:
+        keep_model.append(m)
     return golden
+
+
+def mtp_config(model):
+    c = copy.deepcopy(model.config)
+    c.layers_block_type = list(MTP_TYPES)
+    c.num_hidden_layers = len(MTP_TYPES)
+    c._attn_implementation = "eager"
+    c._experts_implementation = "eager"
+    return c
+
+
+def make_mtp(model):
+    """The MTP head's tensors, runtime names ("mtp.layers.i." + a NemotronHBlock's state-dict name, experts as
+    stacks) -> float32 torch, seeded, bf16-rounded but the KEEP_F32 ones."""
+    c = mtp_config(model)
+    rng = np.random.default_rng(5207)
+    out = {}
+    H = c.hidden_size
+    shapes = {"mtp.layers.0.enorm.weight": (H,), "mtp.layers.0.hnorm.weight": (H,),
+              "mtp.layers.0.eh_proj.weight": (H, 2 * H),
+              f"mtp.layers.{len(MTP_TYPES) - 1}.final_layernorm.weight": (H,)}
+    for i in range(len(MTP_TYPES)):
+        for k, v in mh.NemotronHBlock(c, i).state_dict().items():
+            shapes[f"mtp.layers.{i}.{k}"] = tuple(v.shape)
+    for k, shape in sorted(shapes.items()):
+        if k.endswith("norm.weight"):
+            t = 1.0 + rng.normal(0, 0.1, shape)
+        elif k.endswith("gate.weight"):
+            t = rng.normal(0, 0.5, shape)
+        elif k.endswith("e_score_correction_bias"):
+            t = rng.normal(0, 0.05, shape)
+        else:
+            t = rng.normal(0, 0.06, shape)
+        t = torch.from_numpy(t.astype(np.float32))
+        out[k] = t if k.endswith(KEEP_F32) else round_bf16_(t)
+    return out
+
+
+def mtp_disk_names(mtp):
+    """Runtime names -> the checkpoint's (experts.N.{up,down}_proj.weight per expert), bf16 but KEEP_F32."""
+    disk = {}
+    for k, v in mtp.items():
+        if k.endswith(("mixer.experts.up_proj", "mixer.experts.down_proj")):
+            base, proj = k.rsplit(".", 1)
+            for e in range(v.shape[0]):
+                disk[f"{base}.{e}.{proj}.weight"] = v[e].to(torch.bfloat16).contiguous()
+        else:
+            disk[k] = v if k.endswith(KEEP_F32) else v.to(torch.bfloat16)
+    return disk
+
+
+@torch.no_grad()
+def mtp_logits(m64, mtp, hidden, next_ids):
+    """The head's logits [T, V] for h_t = hidden[t] (float64, after norm_f) and x_{t+1} = next_ids[t]."""
+    c = mtp_config(m64)
+    W = {k: v.to(torch.float64) for k, v in mtp.items()}
+    eps = c.layer_norm_epsilon
+
+    def rms(x, w):
+        return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+
+    E = m64.get_input_embeddings().weight
+    u = torch.cat([rms(E[next_ids], W["mtp.layers.0.enorm.weight"]), rms(hidden, W["mtp.layers.0.hnorm.weight"])],
+                  -1) @ W["mtp.layers.0.eh_proj.weight"].T
+    x = u[None]
+    with F64Patches():
+        for i in range(len(MTP_TYPES)):
+            block = mh.NemotronHBlock(c, i).to(torch.float64).eval()
+            p = f"mtp.layers.{i}."
+            block.load_state_dict({k[len(p):]: v for k, v in W.items() if k.startswith(p) and not k[len(p):].startswith(
+                ("enorm", "hnorm", "eh_proj", "final_layernorm"))})
+            x = block(x)
+    y = rms(x[0], W[f"mtp.layers.{len(MTP_TYPES) - 1}.final_layernorm.weight"])
+    return y @ m64.lm_head.weight.T
+
+
+def mtp_golden(m64, mtp, prompt, greedy_next):
+    with torch.no_grad(), F64Patches():
+        out = m64.model(input_ids=torch.tensor([prompt]), use_cache=False)
+        hidden = out.last_hidden_state[0]
+        chk = float((hidden @ m64.lm_head.weight.T - m64(input_ids=torch.tensor([prompt]), use_cache=False).logits[0]).abs().max())
+    log(f"  MTP: post-norm hidden @ lm_head vs logits max |diff| {chk:.1e}")
+    assert chk < 1e-6  # the forward returns its logits as float32
+    nxt = prompt[1:] + [greedy_next]
+    nt = torch.tensor(nxt)
+    lg = mtp_logits(m64, mtp, hidden, nt)
+    short = mtp_logits(m64, mtp, hidden[:39], nt[:39])  # causal: rows t < 39 do not see row 39
+    assert float((short - lg[:39]).abs().max()) < 1e-10
+    return {
+        "made_with": LOG[0], "config": f"tiny nemotron_h {PATTERN}, MTP {MTP_TYPES}",
+        "prompt_index": MTP_PROMPT, "prompt_ids": prompt,
+        "hidden": "h_t = the main model's output after norm_f (what lm_head reads)",
+        "formula": "u_t = eh_proj(concat[rms(E[x_{t+1}], enorm), rms(h_t, hnorm)]); x = u; for each MTP sublayer: "
+                   "x = x + mixer(rms(x, norm)) (attention causal over t, no RoPE; experts); "
+                   "logits_t = lm_head(rms(x_t, final_layernorm)); rms(x, w) = w * x / sqrt(mean(x^2) + 1e-5)",
+        "positions": list(range(len(prompt))),
+        "input_tokens": nxt,
+        "note": "t = 0..38 use x_{t+1} from the prompt; t = 39 uses the main model's greedy next token "
+                "(golden.json greedy[2][0]); logits are for t = 36, 37, 38; logits_t39 for t = 39",
+        "argmax": [int(v) for v in lg.argmax(-1).tolist()],
+        "logits": [f32list(lg[t].numpy()) for t in (36, 37, 38)],
+        "logits_t39": f32list(lg[39].numpy()),
+    }
 
 
 def runtime_names(model):
@@ -289,21 +414,29 @@ def main():
     os.makedirs(da, exist_ok=True)
     names = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
     shard1 = {k: v for k, v in sd.items() if ".layers." in k and int(k.split(".")[2]) < 3}
+    mtp = make_mtp(model)
     shard2 = {k: v for k, v in sd.items() if k not in shard1}
+    shard2.update(mtp_disk_names(mtp))
     wmap = {}
     for fn, part in zip(names, (shard1, shard2)):
         save_file({k: v.contiguous() for k, v in part.items()}, os.path.join(da, fn), metadata={"format": "pt"})
         wmap.update({k: fn for k in part})
-    total = sum(v.numel() * v.element_size() for v in sd.values())
-    json.dump({"metadata": {"total_size": total, "total_parameters": sum(v.numel() for v in sd.values())},
+    every = list(shard1.values()) + list(shard2.values())
+    total = sum(v.numel() * v.element_size() for v in every)
+    json.dump({"metadata": {"total_size": total, "total_parameters": sum(v.numel() for v in every)},
                "weight_map": dict(sorted(wmap.items()))},
               open(os.path.join(da, "model.safetensors.index.json"), "w"), indent=2)
-    json.dump(hf_cfg, open(os.path.join(da, "config.json"), "w"), indent=2)
+    json.dump(dict(hf_cfg, num_nextn_predict_layers=1, mtp_layers_block_type=MTP_TYPES),
+              open(os.path.join(da, "config.json"), "w"), indent=2)
     write_common(da, tok, tcfg, gcfg)
     log("bf16:")
-    golden = reference_logits(model, rt, prompts)
+    kept = []
+    golden = reference_logits(model, rt, prompts, keep_model=kept)
     golden.update(prompt_ids=prompts, made_with=LOG[0], variant="bf16")
     json.dump(golden, open(os.path.join(da, "golden.json"), "w"))
+    mg = mtp_golden(kept[0], mtp, prompts[MTP_PROMPT], golden["greedy"][MTP_PROMPT][0])
+    json.dump(mg, open(os.path.join(da, "mtp_golden.json"), "w"), indent=1)
+    log("  MTP argmax:", mg["argmax"])
 
     # ---------------- (b) mlx-4bit: mlx-lm's layout and quantization, the golden from the dequantized values
     db = os.path.join(out_root, "mlx-4bit")

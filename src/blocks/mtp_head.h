@@ -1,43 +1,36 @@
 #pragma once
-// Qwen3.5's multi-token-prediction head (families-and-formats §1.7; vLLM's Qwen3_5MultiTokenPredictor): from
-// the model's hidden row h_t (after the final norm) and the embedding of the token x_{t+1} it computes
-//   u = fc(concat[norm_e(E x_{t+1}), norm_h(h_t)])        embedding first, hidden second
-//   y = a gated full-attention decoder layer over u at position t (its own KV cache), dense SwiGLU MLP
-//   out = norm(y)                                          what the shared output projection reads
-// Every norm is zero-centred (1 + w) in Hugging Face checkpoints.
+// A multi-token-prediction head (families-and-formats §1.7), in the one shape every family's takes: from the
+// model's hidden row h_t (after its final norm) and the embedding of the token x_{t+1} it computes
+//   u = fc(concat[norm_e(E x_{t+1}), norm_h(h_t)])   embedding first, hidden second
+//   y = its decoder layers over u                    pre-norm blocks on a residual stream; attention over the
+//                                                    head's own KV cache, causal over the head's positions t
+//   out = final_norm(y)                              what the model's output projection reads
+// Families differ in names and layers only: Qwen3.5's is one gated-attention + SwiGLU layer (mtp.fc, mtp.norm),
+// Nemotron-H's an attention sublayer then an experts sublayer (mtp.layers.0.eh_proj, ...final_layernorm).
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "backends/backend.h"
-#include "blocks/attention.h"
-#include "blocks/swiglu_mlp.h"
+#include "blocks/decoder_layer.h"
 #include "blocks/weight_source.h"
 
 namespace tf {
 
-struct MtpHeadConfig {
-  AttentionConfig attention;  // its layer's attention (the model's full-attention shape)
-  std::int64_t ffn = 0;
-  float eps = 1e-6f;
-  bool norms_plus_one = true;  // norm weights stored zero-centred
-};
-
 struct MtpHead {
-  DeviceWeight norm_embedding, norm_hidden, fc, input_norm, post_norm, final_norm;
-  AttentionBlock attention;
-  SwiGluMlp mlp;
+  DeviceWeight norm_embedding, norm_hidden, fc, final_norm;
+  std::vector<DecoderLayer> layers;  // no recurrent mixer; attention layers numbered 0.. (their cache slots)
   float eps = 1e-6f;
 
-  // Whether the checkpoint holds a head under `prefix` (e.g. "mtp.").
-  static bool present(const WeightSource& src, const std::string& prefix);
-  // Weights `prefix` + pre_fc_norm_embedding, pre_fc_norm_hidden, fc, layers.0.{input_layernorm, self_attn.*,
-  // post_attention_layernorm, mlp.*}, norm.
-  static MtpHead load(WeightSource& src, const std::string& prefix, const MtpHeadConfig& cfg);
-  // embedded [n, hidden] (each row's next token, embedded) and hidden [n, hidden] -> out [n, hidden]; keys
-  // and values go to layer `slot` of each run's cache.
-  Tensor forward(Backend& b, const Tensor& embedded, const Tensor& hidden, std::span<const StreamRows> runs,
-                 int slot) const;
+  // The fusion's weights: norms of `hidden` (zero-centred when norms_plus_one) and fc [hidden, 2 * hidden].
+  void load_fusion(WeightSource& src, const std::string& norm_embedding_name, const std::string& norm_hidden_name,
+                   const std::string& fc_name, std::int64_t hidden, bool norms_plus_one);
+  int attention_layers() const;
+  AttentionSpec kv_shape() const;  // of its attention layers (they share one)
+  // embedded [n, hidden] (each row's next token, embedded) and hidden [n, hidden] -> out [n, hidden]; keys and
+  // values go to the runs' caches (one layer per attention layer of the head).
+  Tensor forward(Backend& b, const Tensor& embedded, const Tensor& hidden, std::span<const StreamRows> runs) const;
 };
 
 }  // namespace tf

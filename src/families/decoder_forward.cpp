@@ -1,7 +1,6 @@
 #include "families/decoder_forward.h"
 
 #include <stdexcept>
-#include <type_traits>
 
 namespace tf {
 
@@ -17,9 +16,9 @@ int DecoderWeights::recurrent_layers() const {
   return n;
 }
 
-DecoderLayer attention_layer(const AttentionConfig& cfg, int slot, DeviceWeight input_norm, DeviceWeight q, DeviceWeight k,
-                             DeviceWeight v, DeviceWeight o, DeviceWeight post_norm, DeviceWeight gate, DeviceWeight up,
-                             DeviceWeight down) {
+DecoderLayer attention_layer(const AttentionConfig& cfg, int slot, DeviceWeight input_norm, DeviceWeight q,
+                             DeviceWeight k, DeviceWeight v, DeviceWeight o, DeviceWeight post_norm, DeviceWeight gate,
+                             DeviceWeight up, DeviceWeight down) {
   DecoderLayer l;
   l.input_norm = std::move(input_norm);
   AttentionBlock a;
@@ -61,30 +60,7 @@ Tensor decoder_logits(Backend& b, const DecoderWeights& w, std::span<const Decod
   }
   const auto& fed = parts.front().fed;
   Tensor x = fed ? b.embed(w.embed, fed) : b.embed(w.embed, tokens);
-  for (const auto& l : w.layers) {
-    if (!std::holds_alternative<std::monostate>(l.mixer)) {
-      const Tensor h = b.rms_norm(x, l.input_norm, w.rms_eps);
-      x = b.add(x, std::visit(
-                       [&](const auto& m) -> Tensor {
-                         if constexpr (std::is_same_v<std::decay_t<decltype(m)>, std::monostate>)
-                           return h;
-                         else
-                           return m.forward(b, h, runs, l.slot);
-                       },
-                       l.mixer));
-    }
-    if (!std::holds_alternative<std::monostate>(l.ffn)) {
-      const Tensor h = b.rms_norm(x, l.post_norm, w.rms_eps);
-      x = b.add(x, std::visit(
-                       [&](const auto& f) -> Tensor {
-                         if constexpr (std::is_same_v<std::decay_t<decltype(f)>, std::monostate>)
-                           return h;
-                         else
-                           return f.forward(b, h);
-                       },
-                       l.ffn));
-    }
-  }
+  for (const auto& l : w.layers) x = l.forward(b, x, runs, w.rms_eps);
   if (hidden != nullptr) *hidden = b.rms_norm(x, w.final_norm, w.rms_eps);
   // Always through last_rows, even for every row: one tape shape for solo and shared rounds alike.
   Tensor last = b.last_rows(x, logit_rows);

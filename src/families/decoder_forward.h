@@ -7,31 +7,12 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <variant>
 #include <vector>
 
 #include "backends/backend.h"
-#include "blocks/attention.h"
-#include "blocks/gated_delta.h"
-#include "blocks/mamba2.h"
-#include "blocks/moe.h"
-#include "blocks/relu2_mlp.h"
-#include "blocks/swiglu_mlp.h"
+#include "blocks/decoder_layer.h"
 
 namespace tf {
-
-// A layer is a pre-norm token mixer and a pre-norm feed-forward block, each added to the residual stream; either
-// may be absent (Nemotron-H's layers hold one block each: a mixer, or an MLP, or experts).
-struct DecoderLayer {
-  DeviceWeight input_norm, post_norm;  // before the mixer, before the feed-forward block (plain multipliers)
-  std::variant<std::monostate, AttentionBlock, GatedDeltaBlock, Mamba2Block> mixer;
-  int slot = 0;  // the layer's index among the layers whose state is of its kind (KvCache / RecurrentState)
-  std::variant<std::monostate, SwiGluMlp, Relu2Mlp, MoeBlock> ffn;
-  bool attention() const { return std::holds_alternative<AttentionBlock>(mixer); }
-  bool recurrent() const {
-    return std::holds_alternative<GatedDeltaBlock>(mixer) || std::holds_alternative<Mamba2Block>(mixer);
-  }
-};
 
 struct DecoderWeights {
   DeviceWeight embed, final_norm, output;  // output is embed when tied
@@ -42,13 +23,13 @@ struct DecoderWeights {
 };
 
 // A plain attention + SwiGLU layer from weights made elsewhere (the CUDA tests and benchmarks generate them).
-DecoderLayer attention_layer(const AttentionConfig& cfg, int slot, DeviceWeight input_norm, DeviceWeight q, DeviceWeight k,
-                             DeviceWeight v, DeviceWeight o, DeviceWeight post_norm, DeviceWeight gate, DeviceWeight up,
-                             DeviceWeight down);
+DecoderLayer attention_layer(const AttentionConfig& cfg, int slot, DeviceWeight input_norm, DeviceWeight q,
+                             DeviceWeight k, DeviceWeight v, DeviceWeight o, DeviceWeight post_norm, DeviceWeight gate,
+                             DeviceWeight up, DeviceWeight down);
 
 // One stream's part of a forward: `tokens` at positions state length .., appended to its stores.
 struct DecoderPart {
-  KvCache* cache = nullptr;           // null when no layer attends
+  KvCache* cache = nullptr;             // null when no layer attends
   RecurrentState* recurrent = nullptr;  // null when no layer is recurrent
   std::span<const std::int32_t> tokens;
   // Set: the part's one token is this id on the device (GreedyAhead), and `tokens` holds a placeholder.

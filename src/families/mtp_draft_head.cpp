@@ -7,16 +7,23 @@
 namespace tf {
 
 MtpDraftHead::MtpDraftHead(Backend& backend, const DecoderWeights& w, MtpHead head)
-    : backend_(backend), w_(w), head_(std::move(head)) {}
+    : backend_(backend), w_(w), head_(std::move(head)) {
+  // The head's state is a KV cache alone: a recurrent layer would need its own rollback (no family has one).
+  for (const auto& l : head_.layers)
+    if (l.recurrent()) throw std::invalid_argument("MtpDraftHead: an MTP head with a recurrent layer");
+  if (head_.attention_layers() == 0) throw std::invalid_argument("MtpDraftHead: an MTP head without attention");
+}
 
 std::unique_ptr<SequenceState> MtpDraftHead::new_state() const {
-  const AttentionSpec& s = head_.attention.cfg.spec;
-  return std::make_unique<StreamState>(backend_.new_kv_cache(1, s.kv_heads, s.head_dim), nullptr);
+  const AttentionSpec s = head_.kv_shape();
+  return std::make_unique<StreamState>(backend_.new_kv_cache(head_.attention_layers(), s.kv_heads, s.head_dim),
+                                       nullptr);
 }
 
 std::size_t MtpDraftHead::state_bytes_per_token() const {
-  const AttentionSpec& s = head_.attention.cfg.spec;
-  return 2 * static_cast<std::size_t>(s.kv_heads) * static_cast<std::size_t>(s.head_dim) * 4;  // float32 keys, values
+  const AttentionSpec s = head_.kv_shape();
+  return 2 * static_cast<std::size_t>(head_.attention_layers()) * static_cast<std::size_t>(s.kv_heads) *
+         static_cast<std::size_t>(s.head_dim) * 4;  // float32 keys and values
 }
 
 DraftHead::Rows MtpDraftHead::forward(SequenceState& state, std::span<const std::int32_t> tokens,
@@ -28,7 +35,7 @@ DraftHead::Rows MtpDraftHead::forward(SequenceState& state, std::span<const std:
   KvCache* cache = dynamic_cast<StreamState&>(state).kv();
   const StreamRows run{cache, cache->length(), n, nullptr};
   const Tensor out = head_.forward(backend_, backend_.embed(w_.embed, tokens), backend_.from_host(hidden, n, width),
-                                   std::span<const StreamRows>(&run, 1), 0);
+                                   std::span<const StreamRows>(&run, 1));
   const Tensor last = backend_.last_rows(out, rows);
   Rows r;
   r.logits = backend_.to_host(backend_.linear(last, w_.output));

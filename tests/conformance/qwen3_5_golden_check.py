@@ -71,14 +71,14 @@ def check_variant(tool, variant, logit_tol, work_dir, exact_dequant=False, famil
     return summary
 
 
-def check_mtp(tool, logit_tol, work_dir):
-    """The MTP head of bf16-mtp against the hand-built float64 reference (mtp_golden.json, made by
-    scripts/golden/make_qwen3_5_tiny.py from families-and-formats §1.7's formula): for the 40-token prompt the
+def check_mtp(tool, logit_tol, work_dir, golden=None, family="qwen3_5"):
+    """The MTP head of `golden` (default: qwen3_5's bf16-mtp) against its float64 reference (mtp_golden.json, made
+    by scripts/golden/make_<family>_tiny.py from families-and-formats §1.7's formula): for the 40-token prompt the
     head's row t pairs the main model's hidden row h_t with the token x_{t+1} (t = 39: the main model's greedy
     next token), at position t. Its logits at t = 36..39 within the tolerance, its argmax equal at all 40
     positions, and the rows run one at a time (the head's KV cache growing as a stream's drafts build it) within
     the tolerance of one pass. Returns a summary line, or raises GoldenMismatch."""
-    golden = GOLDENS / "bf16-mtp"
+    golden = Path(golden) if golden is not None else GOLDENS / "bf16-mtp"
     ref = json.loads((golden / "mtp_golden.json").read_text())
     prompt = ref["prompt_ids"]
     request = Path(work_dir) / "mtp.json"
@@ -98,7 +98,7 @@ def check_mtp(tool, logit_tol, work_dir):
             raise GoldenMismatch(f"MTP: row {t} has {len(got)} logits, the reference {len(want)}")
         worst = max(worst, max(abs(a - b) for a, b in zip(got, want)))
     agree = sum(a == b for a, b in zip(ours["argmax"], ref["argmax"]))
-    summary = (f"qwen3_5 MTP head: logits (t = 36..39) max |diff| {worst:.2e}; argmax {agree}/{len(ref['argmax'])} "
+    summary = (f"{family} MTP head: logits (t = 36..39) max |diff| {worst:.2e}; argmax {agree}/{len(ref['argmax'])} "
                f"positions agree; row-by-row vs one pass max |diff| {ours['incremental_max_diff']:.2e}")
     if worst >= logit_tol or agree != len(ref["argmax"]) or ours["incremental_max_diff"] >= logit_tol:
         raise GoldenMismatch(f"{summary} (tolerance {logit_tol:.0e})")

@@ -4,16 +4,21 @@
 //   Hugging Face:   backbone.embeddings.weight, backbone.layers.N.{norm,mixer.*}, backbone.norm_f.weight, lm_head
 //   transformers 5: model.embeddings / model.embed_tokens, model.layers.N..., model.norm_f / model.norm
 //   mlx-community:  as Hugging Face, experts stacked as mixer.switch_mlp.{fc1,fc2} (blocks/moe.h reads them all)
+// The MTP head (Hugging Face only) is `mtp.layers.N.{norm, mixer.*}` sublayers of mtp_layers_block_type, the
+// first with the fusion (enorm, hnorm, eh_proj), the last with final_layernorm (blocks/mtp_head.h).
 #include "families/nemotron_h/nemotron_h.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "backends/backend.h"
+#include "blocks/mtp_head.h"
 #include "blocks/weight_source.h"
 #include "checkpoint/checkpoint_error.h"
+#include "checkpoint/config_reader.h"
 #include "checkpoint/hf_checkpoint.h"
 #include "checkpoint/weight_reader.h"
 #include "families/decoder_model.h"
@@ -28,46 +33,9 @@ struct NemotronHConfig {
   float eps = 1e-5f;
   bool tied = false;
   std::vector<Block> plan;
+  std::vector<Block> mtp_plan;  // the MTP head's sublayers (empty: the config declares none)
   Mamba2Spec mamba;
   MoeConfig moe;
-};
-
-class ConfigReader {
- public:
-  ConfigReader(const nlohmann::json& j, std::string file) : j_(j), file_(std::move(file)) {}
-  std::int64_t integer(const char* key) const {
-    auto it = j_.find(key);
-    if (it == j_.end() || !it->is_number_integer() || it->get<std::int64_t>() <= 0)
-      fail(std::string("'") + key + "' must be a positive integer");
-    return it->get<std::int64_t>();
-  }
-  std::int64_t integer(const char* key, std::int64_t fallback) const {
-    return j_.contains(key) && !j_[key].is_null() ? integer(key) : fallback;
-  }
-  double number(const char* key, double fallback) const {
-    auto it = j_.find(key);
-    if (it == j_.end() || it->is_null()) return fallback;
-    if (!it->is_number()) fail(std::string("'") + key + "' must be a number");
-    return it->get<double>();
-  }
-  bool flag(const char* key, bool fallback) const {
-    auto it = j_.find(key);
-    if (it == j_.end() || it->is_null()) return fallback;
-    if (!it->is_boolean()) fail(std::string("'") + key + "' must be true or false");
-    return it->get<bool>();
-  }
-  std::string text(const char* key, const std::string& fallback) const {
-    auto it = j_.find(key);
-    if (it == j_.end() || it->is_null()) return fallback;
-    if (!it->is_string()) fail(std::string("'") + key + "' must be a string");
-    return it->get<std::string>();
-  }
-  const nlohmann::json& json() const { return j_; }
-  [[noreturn]] void fail(const std::string& problem) const { throw CheckpointError(file_, problem); }
-
- private:
-  const nlohmann::json& j_;
-  std::string file_;
 };
 
 // One layer kind from a layers_block_type entry (current or legacy names) or a pattern character.
@@ -94,22 +62,16 @@ float limit_value(const nlohmann::json& v, const ConfigReader& r) {
   r.fail("'time_step_limit' values must be numbers (or Infinity), not " + v.dump());
 }
 
-std::vector<Block> read_plan(const ConfigReader& r) {
+// A plan from its list key (layers_block_type) or, in older configs, its pattern string; empty when neither.
+std::vector<Block> read_plan(const ConfigReader& r, const char* list_key, const char* pattern_key) {
   std::vector<Block> plan;
   const auto& j = r.json();
-  if (auto it = j.find("layers_block_type"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) r.fail("'layers_block_type' must be a list of layer kinds");
+  if (auto it = j.find(list_key); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) r.fail(std::string("'") + list_key + "' must be a list of layer kinds");
     for (const auto& t : *it) plan.push_back(block_of(t.is_string() ? t.get<std::string>() : t.dump(), r));
-  } else if (auto p = j.find("hybrid_override_pattern"); p != j.end() && p->is_string()) {
+  } else if (auto p = j.find(pattern_key); p != j.end() && p->is_string()) {
     for (const char c : p->get<std::string>()) plan.push_back(block_of(std::string(1, c), r));
-  } else {
-    r.fail("neither 'layers_block_type' nor 'hybrid_override_pattern' gives the layer plan");
   }
-  if (plan.empty()) r.fail("the layer plan is empty");
-  if (auto n = j.find("num_hidden_layers");
-      n != j.end() && n->is_number_integer() && n->get<std::int64_t>() != static_cast<std::int64_t>(plan.size()))
-    r.fail("the layer plan has " + std::to_string(plan.size()) + " layers, num_hidden_layers says " +
-           std::to_string(n->get<std::int64_t>()));
   return plan;
 }
 
@@ -121,8 +83,26 @@ NemotronHConfig read_config(const nlohmann::json& j, const std::string& path) {
   c.context = r.integer("max_position_embeddings", 4096);
   c.eps = static_cast<float>(r.number("layer_norm_epsilon", 1e-5));
   c.tied = r.flag("tie_word_embeddings", false);
-  c.plan = read_plan(r);
-  const auto has = [&](Block b) { return std::find(c.plan.begin(), c.plan.end(), b) != c.plan.end(); };
+  c.plan = read_plan(r, "layers_block_type", "hybrid_override_pattern");
+  if (c.plan.empty()) r.fail("neither 'layers_block_type' nor 'hybrid_override_pattern' gives a layer plan");
+  if (auto n = j.find("num_hidden_layers");
+      n != j.end() && n->is_number_integer() && n->get<std::int64_t>() != static_cast<std::int64_t>(c.plan.size()))
+    r.fail("the layer plan has " + std::to_string(c.plan.size()) + " layers, num_hidden_layers says " +
+           std::to_string(n->get<std::int64_t>()));
+  // The MTP head: one step of these sublayers (vLLM reads one; a deeper head's later steps go unused).
+  if (r.count("num_nextn_predict_layers", 0) > 0) {
+    c.mtp_plan = read_plan(r, "mtp_layers_block_type", "mtp_hybrid_override_pattern");
+    if (c.mtp_plan.empty()) c.mtp_plan = {Block::Attention, Block::Moe};  // transformers' default, "*E"
+    if (std::find(c.mtp_plan.begin(), c.mtp_plan.end(), Block::Attention) == c.mtp_plan.end() ||
+        std::find(c.mtp_plan.begin(), c.mtp_plan.end(), Block::Mamba) != c.mtp_plan.end())
+      r.fail(
+          "'mtp_layers_block_type' must hold an attention layer and no mamba layer (an MTP head's state is "
+          "its KV cache)");
+  }
+  const auto has = [&](Block b) {
+    return std::find(c.plan.begin(), c.plan.end(), b) != c.plan.end() ||
+           std::find(c.mtp_plan.begin(), c.mtp_plan.end(), b) != c.mtp_plan.end();
+  };
   for (const char* key : {"attention_bias", "mlp_bias", "use_bias", "mamba_proj_bias"})
     if (r.flag(key, false))
       r.fail(std::string("'") + key + "' true is not read yet (every released checkpoint has false)");
@@ -216,33 +196,33 @@ std::unique_ptr<Model> load_nemotron_h(const std::string& path, bool is_gguf, Ba
   DecoderWeights w;
   w.rms_eps = cfg.eps;
   w.embed = src.matrix(lay.embed, cfg.vocab, cfg.hidden);
-  int attention = 0, recurrent = 0;
-  for (std::size_t i = 0; i < cfg.plan.size(); ++i) {
-    const std::string p = lay.body + "layers." + std::to_string(i) + ".";
-    const std::string mixer = p + "mixer.";
+  // A layer as the checkpoint stores it: `p`norm.weight before its one block `p`mixer.*.
+  const auto layer = [&](const std::string& p, Block kind, int slot) {
     DecoderLayer l;
     const DeviceWeight norm = src.vector(p + "norm.weight", cfg.hidden);
-    switch (cfg.plan[i]) {
+    const std::string mixer = p + "mixer.";
+    l.slot = slot;
+    switch (kind) {
       case Block::Mamba:
-        l.input_norm = norm;
-        l.mixer = Mamba2Block::load(src, mixer, mc);
-        l.slot = recurrent++;
+        l.input_norm = norm, l.mixer = Mamba2Block::load(src, mixer, mc);
         break;
       case Block::Attention:
-        l.input_norm = norm;
-        l.mixer = AttentionBlock::load(src, mixer, ac);
-        l.slot = attention++;
+        l.input_norm = norm, l.mixer = AttentionBlock::load(src, mixer, ac);
         break;
       case Block::Mlp:
-        l.post_norm = norm;
-        l.ffn = Relu2Mlp::load(src, mixer, cfg.hidden, cfg.ffn);
+        l.post_norm = norm, l.ffn = Relu2Mlp::load(src, mixer, cfg.hidden, cfg.ffn);
         break;
       case Block::Moe:
-        l.post_norm = norm;
-        l.ffn = MoeBlock::load(src, mixer, cfg.moe);
+        l.post_norm = norm, l.ffn = MoeBlock::load(src, mixer, cfg.moe);
         break;
     }
-    w.layers.push_back(std::move(l));
+    return l;
+  };
+  int attention = 0, recurrent = 0;
+  for (std::size_t i = 0; i < cfg.plan.size(); ++i) {
+    const Block kind = cfg.plan[i];
+    const int slot = kind == Block::Attention ? attention++ : kind == Block::Mamba ? recurrent++ : 0;
+    w.layers.push_back(layer(lay.body + "layers." + std::to_string(i) + ".", kind, slot));
   }
   w.final_norm = src.vector(lay.norm, cfg.hidden);
   if (cfg.tied)
@@ -252,13 +232,29 @@ std::unique_ptr<Model> load_nemotron_h(const std::string& path, bool is_gguf, Ba
   else
     w.output = src.matrix("lm_head.weight", cfg.vocab, cfg.hidden);
 
+  // The MTP head, where the checkpoint holds it (mlx-lm's conversion drops it): mtp.layers.0 carries the fusion
+  // (enorm, hnorm, eh_proj), the last sublayer the final norm.
+  std::optional<MtpHead> mtp;
+  if (!cfg.mtp_plan.empty() && src.has("mtp.layers.0.eh_proj.weight")) {
+    MtpHead& h = mtp.emplace();
+    h.eps = cfg.eps;
+    h.load_fusion(src, "mtp.layers.0.enorm.weight", "mtp.layers.0.hnorm.weight", "mtp.layers.0.eh_proj.weight",
+                  cfg.hidden, false);
+    int slot = 0;
+    for (std::size_t i = 0; i < cfg.mtp_plan.size(); ++i)
+      h.layers.push_back(layer("mtp.layers." + std::to_string(i) + ".", cfg.mtp_plan[i],
+                               cfg.mtp_plan[i] == Block::Attention ? slot++ : 0));
+    h.final_norm =
+        src.vector("mtp.layers." + std::to_string(cfg.mtp_plan.size() - 1) + ".final_layernorm.weight", cfg.hidden);
+  }
+
   ModelInfo info;
   info.family = "nemotron_h";
   info.architecture = ck.config().value("model_type", std::string("nemotron_h"));
   info.vocab = cfg.vocab;
   info.context = cfg.context;
   info.weight_bytes = src.bytes();
-  return std::make_unique<DecoderModel>(backend, std::move(info), std::move(w), GatedDeltaSpec{}, std::nullopt,
+  return std::make_unique<DecoderModel>(backend, std::move(info), std::move(w), GatedDeltaSpec{}, std::move(mtp),
                                         cfg.mamba);
 }
 

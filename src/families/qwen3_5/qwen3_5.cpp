@@ -15,6 +15,7 @@
 #include "blocks/mtp_head.h"
 #include "blocks/weight_source.h"
 #include "checkpoint/checkpoint_error.h"
+#include "checkpoint/config_reader.h"
 #include "checkpoint/hf_checkpoint.h"
 #include "checkpoint/weight_reader.h"
 #include "families/decoder_model.h"
@@ -34,30 +35,6 @@ struct Qwen35Config {
   std::int64_t mtp_layers = 1;       // MTP layers, where the checkpoint holds mtp.* weights
 };
 
-class ConfigReader {
- public:
-  ConfigReader(const nlohmann::json& j, std::string file) : j_(j), file_(std::move(file)) {}
-  std::int64_t integer(const char* key) const {
-    auto it = j_.find(key);
-    if (it == j_.end() || !it->is_number_integer() || it->get<std::int64_t>() <= 0)
-      throw CheckpointError(file_, std::string("'") + key + "' must be a positive integer");
-    return it->get<std::int64_t>();
-  }
-  std::int64_t integer(const char* key, std::int64_t fallback) const { return j_.contains(key) ? integer(key) : fallback; }
-  double number(const nlohmann::json& obj, const char* key, double fallback) const {
-    auto it = obj.find(key);
-    if (it == obj.end()) return fallback;
-    if (!it->is_number()) throw CheckpointError(file_, std::string("'") + key + "' must be a number");
-    return it->get<double>();
-  }
-  const nlohmann::json& json() const { return j_; }
-  [[noreturn]] void fail(const std::string& problem) const { throw CheckpointError(file_, problem); }
-
- private:
-  const nlohmann::json& j_;
-  std::string file_;
-};
-
 Qwen35Config read_config(const nlohmann::json& top, const std::string& path) {
   const std::string file = path + "/config.json";
   const auto tc = top.find("text_config");
@@ -72,14 +49,14 @@ Qwen35Config read_config(const nlohmann::json& top, const std::string& path) {
   c.kv_heads = r.integer("num_key_value_heads", c.heads);
   c.head_dim = r.integer("head_dim", c.hidden / c.heads);
   c.context = r.integer("max_position_embeddings", 4096);
-  c.rms_eps = static_cast<float>(r.number(text, "rms_norm_eps", 1e-6));
+  c.rms_eps = static_cast<float>(r.number("rms_norm_eps", 1e-6));
   c.output_gate = text.value("attn_output_gate", true);
   // tie_word_embeddings may sit on the wrapper or in text_config.
   c.tied = text.value("tie_word_embeddings", top.value("tie_word_embeddings", false));
   const auto rp = text.find("rope_parameters");
   const nlohmann::json& rope = rp != text.end() && rp->is_object() ? *rp : text;
-  c.rope_theta = static_cast<float>(r.number(rope, "rope_theta", r.number(text, "rope_theta", 10000.0)));
-  c.partial_rotary = r.number(rope, "partial_rotary_factor", r.number(text, "partial_rotary_factor", 1.0));
+  c.rope_theta = static_cast<float>(r.number(rope, "rope_theta", r.number("rope_theta", 10000.0)));
+  c.partial_rotary = r.number(rope, "partial_rotary_factor", r.number("partial_rotary_factor", 1.0));
   if (const std::string type = rope.value("rope_type", std::string("default")); type != "default")
     r.fail("rope type '" + type + "' is not supported for qwen3_5 yet");
   c.gdn.k_heads = static_cast<int>(r.integer("linear_num_key_heads"));
@@ -112,8 +89,8 @@ Qwen35Config read_config(const nlohmann::json& top, const std::string& path) {
 
 // Where the text model's weights are in this checkpoint, and whether its norms still need the + 1.
 struct Layout {
-  std::string body;   // prefix of embed_tokens, layers, norm
-  std::string head;   // lm_head.weight's name
+  std::string body;  // prefix of embed_tokens, layers, norm
+  std::string head;  // lm_head.weight's name
   bool norms_plus_one = true;
 };
 
@@ -133,8 +110,9 @@ Layout find_layout(const WeightReader& reader, const Qwen35Config& c, const std:
     }
     return l;
   }
-  throw CheckpointError(path, "no embedding found (model.language_model.embed_tokens.weight, model.embed_tokens.weight "
-                              "or language_model.model.embed_tokens.weight)");
+  throw CheckpointError(path,
+                        "no embedding found (model.language_model.embed_tokens.weight, model.embed_tokens.weight "
+                        "or language_model.model.embed_tokens.weight)");
 }
 
 }  // namespace
@@ -164,31 +142,42 @@ std::unique_ptr<Model> load_qwen3_5(const std::string& path, bool is_gguf, Backe
   DecoderWeights w;
   w.rms_eps = cfg.rms_eps;
   w.embed = src.matrix(lay.body + "embed_tokens.weight", cfg.vocab, cfg.hidden);
-  int attention = 0, recurrent = 0;
-  for (std::int64_t i = 0; i < cfg.layers; ++i) {
-    const std::string p = lay.body + "layers." + std::to_string(i) + ".";
+  // A layer as the checkpoint stores it (the MTP head's one layer is a full-attention layer too).
+  const auto layer = [&](const std::string& p, bool full_attention, int slot) {
     DecoderLayer l;
     l.input_norm = src.vector(p + "input_layernorm.weight", cfg.hidden, lay.norms_plus_one);
-    if (cfg.full_attention[static_cast<std::size_t>(i)]) {
+    if (full_attention)
       l.mixer = AttentionBlock::load(src, p + "self_attn.", ac);
-      l.slot = attention++;
-    } else {
+    else
       l.mixer = GatedDeltaBlock::load(src, p + "linear_attn.", gc);
-      l.slot = recurrent++;
-    }
+    l.slot = slot;
     l.post_norm = src.vector(p + "post_attention_layernorm.weight", cfg.hidden, lay.norms_plus_one);
     l.ffn = SwiGluMlp::load(src, p + "mlp.", cfg.hidden, cfg.ffn);
-    w.layers.push_back(std::move(l));
+    return l;
+  };
+  int attention = 0, recurrent = 0;
+  for (std::int64_t i = 0; i < cfg.layers; ++i) {
+    const bool full = cfg.full_attention[static_cast<std::size_t>(i)];
+    w.layers.push_back(layer(lay.body + "layers." + std::to_string(i) + ".", full, full ? attention++ : recurrent++));
   }
   w.final_norm = src.vector(lay.body + "norm.weight", cfg.hidden, lay.norms_plus_one);
-  if (cfg.tied) w.output = w.embed;
-  else if (!src.has(lay.head)) src.fail("missing tensor '" + lay.head + "' (tie_word_embeddings is false)");
-  else w.output = src.matrix(lay.head, cfg.vocab, cfg.hidden);
+  if (cfg.tied)
+    w.output = w.embed;
+  else if (!src.has(lay.head))
+    src.fail("missing tensor '" + lay.head + "' (tie_word_embeddings is false)");
+  else
+    w.output = src.matrix(lay.head, cfg.vocab, cfg.hidden);
 
   // One MTP layer is what Qwen3.5 checkpoints ship; a head of another depth is left unused (no drafts from it).
   std::optional<MtpHead> mtp;
-  if (cfg.mtp_layers == 1 && MtpHead::present(src, "mtp."))
-    mtp = MtpHead::load(src, "mtp.", MtpHeadConfig{ac, cfg.ffn, cfg.rms_eps, lay.norms_plus_one});
+  if (cfg.mtp_layers == 1 && src.has("mtp.fc.weight")) {
+    MtpHead& h = mtp.emplace();
+    h.eps = cfg.rms_eps;
+    h.load_fusion(src, "mtp.pre_fc_norm_embedding.weight", "mtp.pre_fc_norm_hidden.weight", "mtp.fc.weight", cfg.hidden,
+                  lay.norms_plus_one);
+    h.layers.push_back(layer("mtp.layers.0.", true, 0));
+    h.final_norm = src.vector("mtp.norm.weight", cfg.hidden, lay.norms_plus_one);
+  }
 
   ModelInfo info;
   info.family = "qwen3_5";
