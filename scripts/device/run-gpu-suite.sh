@@ -134,7 +134,7 @@ if [ "$SKIP_TESTS" = 0 ] && [ -n "$WHEELS" ] && [ -d "$WHEELS" ]; then
     "$WHEELS"/*.whl >"$OUT/wheels.log" 2>&1 && export PYTHONPATH=/tmp/tf-site:${PYTHONPATH:-}
   if [ -x "$BIN/tensorfold" ]; then
     TF_BUILD_DIR=$BIN TF_E2E_BACKEND=cuda timeout 900 python3 -m pytest -q -p no:cacheprovider -s \
-      tests/e2e/test_qwen3_5_serving.py tests/e2e/test_qwen3_5_mtp_serving.py >"$OUT/qwen3_5_serving.log" 2>&1
+      tests/e2e/test_qwen3_5_serving.py tests/e2e/test_mtp_serving.py >"$OUT/qwen3_5_serving.log" 2>&1
     note qwen3_5_serving "$(tail -1 "$OUT/qwen3_5_serving.log")"
     grep -E 'accept|passed|failed|FAILED|Error' "$OUT/qwen3_5_serving.log" | head -12
   else

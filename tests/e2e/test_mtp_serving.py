@@ -1,5 +1,7 @@
-"""MTP drafting served end to end: tests/goldens/qwen3_5/bf16-mtp (a tiny random qwen3_5 checkpoint with an MTP
-head) with `--drafter mtp`. For every case the token ids with MTP drafts equal those with `"draft": false` and
+"""MTP drafting served end to end with `--drafter mtp`, for each family with an MTP head: tests/goldens/qwen3_5/bf16-mtp
+(a tiny random qwen3_5 checkpoint: one gated-attention + SwiGLU MTP layer; Gated DeltaNet state) and
+tests/goldens/nemotron_h/bf16 (a tiny random nemotron_h: an attention then an experts MTP sublayer; Mamba-2
+state, so every rejected draft rolls the Mamba-2 layers back). For every case the token ids with MTP drafts equal those with `"draft": false` and
 those of the same request run while three others draft beside it (--parallel 4, shared rounds: each stream has
 its own MTP state), at temperatures 0, 0.7 and 1.0. Prints drafted and accepted counts and the acceptance rate
 per sampling setting.
@@ -14,6 +16,7 @@ is one clear line and exit 1; `--drafter auto` picks the head where there is one
 from __future__ import annotations
 
 import itertools
+import os
 import subprocess
 from collections import defaultdict
 from pathlib import Path
@@ -24,7 +27,10 @@ from ._serve import start_serve
 from .test_qwen3_5_serving import PROMPTS, SEEDS, concurrent_ids, generate  # the same prompts and seeds
 
 GOLDENS = Path(__file__).resolve().parents[1] / "goldens" / "qwen3_5"
-CHECKPOINT = GOLDENS / "bf16-mtp"
+CHECKPOINTS = {"qwen3_5": GOLDENS / "bf16-mtp",
+               "nemotron_h": Path(__file__).resolve().parents[1] / "goldens" / "nemotron_h" / "bf16"}
+if os.environ.get("TF_E2E_BACKEND") == "cuda":  # the device suite: nemotron_h does not run on CUDA yet
+    del CHECKPOINTS["nemotron_h"]
 SAMPLING = [
     {"temperature": 0.0},
     {"temperature": 0.7},
@@ -33,14 +39,16 @@ SAMPLING = [
     {"temperature": 1.0, "top_k": 0, "top_p": 1.0},
     {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.05},
 ]
-CASES = list(itertools.product(range(len(PROMPTS)), range(len(SAMPLING)), SEEDS))  # 60 cases
-_totals = defaultdict(lambda: {"drafted": 0, "accepted": 0, "cases": 0, "mixed": 0})
+CASES = list(itertools.product(range(len(PROMPTS)), range(len(SAMPLING)), SEEDS))  # 60 cases a family
+_totals = defaultdict(lambda: {"drafted": 0, "accepted": 0, "cases": 0, "mixed": 0})  # (family, sampling i)
 
 
-@pytest.fixture(scope="module")
-def mtp_server(tensorfold_bin, tmp_path_factory):
-    server = start_serve(tensorfold_bin, CHECKPOINT, ["--parallel", "4", "--drafter", "mtp", "--max-drafts", "8"],
-                         tmp_path_factory.mktemp("qwen3_5_mtp"))
+@pytest.fixture(scope="module", params=sorted(CHECKPOINTS))
+def mtp_server(request, tensorfold_bin, tmp_path_factory):
+    server = start_serve(tensorfold_bin, CHECKPOINTS[request.param],
+                         ["--parallel", "4", "--drafter", "mtp", "--max-drafts", "8"],
+                         tmp_path_factory.mktemp(f"{request.param}_mtp"))
+    server.family = request.param
     yield server
     server.stop()
 
@@ -60,23 +68,25 @@ def test_mtp_drafted_equals_serial_and_concurrent(mtp_server, prompt_i, sampling
     assert counters["drafted"] > 0
     assert drafted == serial
     assert concurrent_ids(client, model, prompt_i, sampling_i, seed, SAMPLING) == serial
-    t = _totals[sampling_i]
+    t = _totals[(mtp_server.family, sampling_i)]
     t["drafted"] += counters["drafted"]
     t["accepted"] += counters["accepted"]
     t["mixed"] += 1 if 0 < counters["accepted"] < counters["drafted"] else 0
     t["cases"] += 1
 
 
-def test_mtp_drafts_were_accepted_and_rejected(capsys):
+@pytest.mark.parametrize("family", sorted(CHECKPOINTS))
+def test_mtp_drafts_were_accepted_and_rejected(family, capsys):
     """Runs after the cases above (file order)."""
-    assert sum(t["cases"] for t in _totals.values()) == len(CASES), "run the whole file: the totals need every case"
-    drafted = sum(t["drafted"] for t in _totals.values())
-    accepted = sum(t["accepted"] for t in _totals.values())
-    mixed = sum(t["mixed"] for t in _totals.values())
+    mine = {i: t for (f, i), t in _totals.items() if f == family}
+    assert sum(t["cases"] for t in mine.values()) == len(CASES), "run the whole file: the totals need every case"
+    drafted = sum(t["drafted"] for t in mine.values())
+    accepted = sum(t["accepted"] for t in mine.values())
+    mixed = sum(t["mixed"] for t in mine.values())
     with capsys.disabled():
-        print(f"\nqwen3_5 MTP drafting: {len(CASES)} cases, {drafted} drafted, {accepted} accepted "
+        print(f"\n{family} MTP drafting: {len(CASES)} cases, {drafted} drafted, {accepted} accepted "
               f"({accepted / max(1, drafted):.1%}); {mixed} cases with drafts both accepted and rejected")
-        for i, t in sorted(_totals.items()):
+        for i, t in sorted(mine.items()):
             print(f"  {SAMPLING[i]}: {t['drafted']} drafted, {t['accepted']} accepted "
                   f"({t['accepted'] / max(1, t['drafted']):.1%})")
     assert accepted > 0 and accepted < drafted and mixed > 0
@@ -95,8 +105,9 @@ def test_drafter_mtp_without_a_head_is_one_clear_line(tensorfold_bin):
     assert "--drafter mtp" in lines[0] and "no MTP head" in lines[0]
 
 
-def test_drafter_auto_picks_the_mtp_head(tensorfold_bin, tmp_path):
-    server = start_serve(tensorfold_bin, CHECKPOINT, ["--drafter", "auto"], tmp_path)
+@pytest.mark.parametrize("family", sorted(CHECKPOINTS))
+def test_drafter_auto_picks_the_mtp_head(family, tensorfold_bin, tmp_path):
+    server = start_serve(tensorfold_bin, CHECKPOINTS[family], ["--drafter", "auto"], tmp_path)
     try:
         assert "drafting  the checkpoint's MTP head" in server.report
     finally:
