@@ -4,7 +4,8 @@ affine 4-bit g64, experts stacked as switch_mlp.fc1/fc2), for CPU benchmarks: hi
 1856 with top-6 and a shared expert of 3712, Mamba-2 64 heads x 64 with ssm_state 128 in 8 groups, attention
 32 q / 2 kv heads x 128 (the families-and-formats §2.1 figures for Nemotron 3 Nano 30B-A3B; the widths not
 listed there are those of its published config as recalled, not checked here), over a short plan of layers
-(default "ME*MEM*E": 3 Mamba-2, 3 expert, 2 attention layers) and a 131072 vocabulary.
+(default "ME*MEM*E": 3 Mamba-2, 3 expert, 2 attention layers) and a 131072 vocabulary, with an MTP head (an
+attention then an experts sublayer, as Nemotron-H's).
 
     bench/nemotron_h/make_random_checkpoint.py OUT_DIR [--pattern ME*MEM*E]
 
@@ -78,8 +79,7 @@ def main():
 
     quantized("backbone.embeddings", [], V, H)
     inner, channels = M_HEADS * M_DIM, M_HEADS * M_DIM + 2 * GROUPS * STATE
-    for i, kind in enumerate(a.pattern):
-        p = f"backbone.layers.{i}."
+    def layer(p, kind):
         dense(p + "norm.weight", [H], 1.0)
         m = p + "mixer."
         if kind == "M":
@@ -105,6 +105,18 @@ def main():
             quantized(m + "shared_experts.down_proj", [], H, I_SHARED)
         else:
             raise SystemExit(f"pattern letters are M * E, not {kind!r}")
+
+    for i, kind in enumerate(a.pattern):
+        layer(f"backbone.layers.{i}.", kind)
+    # The MTP head ("*E", as Nemotron-H's): fusion on its first sublayer, the final norm on its last. The real
+    # checkpoints ship it in bf16 and mlx-lm's conversion drops it; here it is 4-bit like the rest, so that
+    # tf_model_speed_bench's MTP_DRAFTS can time drafting at this width.
+    dense("mtp.layers.0.enorm.weight", [H], 1.0)
+    dense("mtp.layers.0.hnorm.weight", [H], 1.0)
+    quantized("mtp.layers.0.eh_proj", [], H, 2 * H)
+    layer("mtp.layers.0.", "*")
+    layer("mtp.layers.1.", "E")
+    dense("mtp.layers.1.final_layernorm.weight", [H], 1.0)
     dense("backbone.norm_f.weight", [H], 1.0)
     quantized("lm_head", [], V, H)
     w.write(os.path.join(a.out, "model.safetensors"))
@@ -119,6 +131,7 @@ def main():
         "moe_shared_expert_intermediate_size": I_SHARED, "n_shared_experts": 1, "n_group": 1, "topk_group": 1,
         "norm_topk_prob": True, "routed_scaling_factor": 2.5, "mlp_hidden_act": "relu2", "layer_norm_epsilon": 1e-5,
         "max_position_embeddings": 8192, "tie_word_embeddings": False, "eos_token_id": 258, "pad_token_id": 256,
+        "num_nextn_predict_layers": 1, "mtp_hybrid_override_pattern": "*E",
         "quantization": q, "quantization_config": q,
     }
     json.dump(config, open(os.path.join(a.out, "config.json"), "w"), indent=2)

@@ -170,8 +170,14 @@ std::string Engine::prompt_cache_summary() const {
                                ? std::string("no snapshots")
                                : fmt::format("snapshots in {} (up to {:.2f} GiB; {} found)", pc.snapshot_dir,
                                              static_cast<double>(pc.disk_bytes) / kGiB, c.disk_files);
-  return fmt::format("retained prefixes up to {:.2f} GiB in memory, {}; {}",
-                     static_cast<double>(pc.memory_bytes) / kGiB, disk, grid);
+  // An MTP head's state follows every prompt row's hidden state, which a restored prefix never had
+  // (Scheduler::start_prefill): streams it drafts for prefill from the start.
+  const std::string mtp = drafter_ == "mtp" && max_drafts_ > 0
+                              ? "; not for streams the MTP head drafts for (its state is not in a snapshot: "
+                                "\"draft\": false or --drafter copies caches)"
+                              : "";
+  return fmt::format("retained prefixes up to {:.2f} GiB in memory, {}{}; {}",
+                     static_cast<double>(pc.memory_bytes) / kGiB, disk, mtp, grid);
 }
 
 }  // namespace tf

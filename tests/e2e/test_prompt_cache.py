@@ -107,9 +107,19 @@ def qwen(tensorfold_bin, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def nemotron(tensorfold_bin, tmp_path_factory):
-    f = Family(tensorfold_bin, NEMOTRON, tmp_path_factory.mktemp("cache-nemotron"))
+    # Copies drafts: the checkpoint's MTP head would draft for every stream, and such streams prefill from the
+    # start (the head's state is not in a snapshot; the startup report says so, tested below).
+    f = Family(tensorfold_bin, NEMOTRON, tmp_path_factory.mktemp("cache-nemotron"), ["--drafter", "copies"])
     yield f
     f.stop()
+
+
+def test_startup_report_says_mtp_drafted_streams_are_not_cached(tensorfold_bin, tmp_path):
+    server = start_serve(tensorfold_bin, NEMOTRON, ["--prompt-cache-gib", "1", "--snapshot-dir", "none"], tmp_path)
+    try:
+        assert "not for streams the MTP head drafts for" in server.report
+    finally:
+        server.stop()
 
 
 def test_startup_report_names_the_cache(llama):
