@@ -76,28 +76,30 @@ Tensor MoeBlock::forward(Backend& b, const Tensor& h) const {
       served[static_cast<std::size_t>(choices[static_cast<std::size_t>(r)][s].expert)].push_back({r, s});
   }
 
-  // Every (row, slot)'s expert output, computed in pieces no longer than the backend's row-invariant calls.
-  const std::int64_t piece = std::max<std::int64_t>(1, b.invariant_rows());
+  // Every (row, slot)'s expert output, each expert's rows in one product. In a call of up to
+  // Backend::invariant_rows() rows (decode, verify windows, shared rounds) that product is one the backend
+  // computes with the same bits whatever rows share it. A longer call is a prefill chunk, whose dense products
+  // already take the backend's faster path with bits that depend on the chunk (fixed by the chunk plan, so a
+  // resumed prompt equals a fresh one): an expert serving more rows than the invariant size takes it too.
   std::vector<float> outputs(static_cast<std::size_t>(n) * k * static_cast<std::size_t>(width));
   std::vector<float> rows;
   for (std::size_t e = 0; e < served.size(); ++e) {
     const auto& list = served[e];
-    for (std::size_t at = 0; at < list.size(); at += static_cast<std::size_t>(piece)) {
-      const std::size_t m = std::min(list.size() - at, static_cast<std::size_t>(piece));
-      rows.resize(m * static_cast<std::size_t>(width));
-      for (std::size_t i = 0; i < m; ++i)
-        std::memcpy(rows.data() + i * static_cast<std::size_t>(width),
-                    x.data() + static_cast<std::size_t>(list[at + i].first * width),
-                    static_cast<std::size_t>(width) * sizeof(float));
-      const Tensor in = b.from_host(rows, static_cast<std::int64_t>(m), width);
-      const Tensor act =
-          cfg.gated ? b.swiglu(b.linear(in, gate[e]), b.linear(in, up[e])) : b.relu_squared(b.linear(in, up[e]));
-      const std::vector<float> y = b.to_host(b.linear(act, down[e]));
-      for (std::size_t i = 0; i < m; ++i) {
-        const auto [r, s] = list[at + i];
-        std::memcpy(outputs.data() + (static_cast<std::size_t>(r) * k + s) * static_cast<std::size_t>(width),
-                    y.data() + i * static_cast<std::size_t>(width), static_cast<std::size_t>(width) * sizeof(float));
-      }
+    if (list.empty()) continue;
+    const std::size_t m = list.size();
+    rows.resize(m * static_cast<std::size_t>(width));
+    for (std::size_t i = 0; i < m; ++i)
+      std::memcpy(rows.data() + i * static_cast<std::size_t>(width),
+                  x.data() + static_cast<std::size_t>(list[i].first * width),
+                  static_cast<std::size_t>(width) * sizeof(float));
+    const Tensor in = b.from_host(rows, static_cast<std::int64_t>(m), width);
+    const Tensor act =
+        cfg.gated ? b.swiglu(b.linear(in, gate[e]), b.linear(in, up[e])) : b.relu_squared(b.linear(in, up[e]));
+    const std::vector<float> y = b.to_host(b.linear(act, down[e]));
+    for (std::size_t i = 0; i < m; ++i) {
+      const auto [r, s] = list[i];
+      std::memcpy(outputs.data() + (static_cast<std::size_t>(r) * k + s) * static_cast<std::size_t>(width),
+                  y.data() + i * static_cast<std::size_t>(width), static_cast<std::size_t>(width) * sizeof(float));
     }
   }
 

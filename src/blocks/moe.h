@@ -5,11 +5,13 @@
 // optional latent projection wraps the routed experts (x -> latent_in x before them, latent_out after the sum);
 // an optional shared expert (same activation) runs on every row and is added unweighted.
 //
-// Exactness: each row is routed from its own logits alone, and the rows an expert serves are multiplied in
-// pieces of at most Backend::invariant_rows() rows, which that backend computes with the same bits whatever
-// rows share the piece: so a row's output never depends on the rows beside it in the call (prefill, decode,
-// verify windows and shared rounds alike). Expert weights are held one DeviceWeight per expert and projection,
-// read from any of the stored layouts (load()).
+// Exactness: each row is routed from its own logits alone and sums its experts' outputs in a fixed order. In
+// calls of up to Backend::invariant_rows() rows (decode, verify windows, shared rounds) every expert product is
+// one the backend computes with the same bits whatever rows share it, so a row's output never depends on the
+// rows beside it. Longer calls are prefill chunks: an expert serving more rows than that takes the backend's
+// prefill path, as the dense layers of the chunk do (bits fixed by the chunk plan: resumed == fresh).
+// Expert weights are held one DeviceWeight per expert and projection, read from any of the stored layouts
+// (load()).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -254,24 +254,27 @@ TEST(QuantizedMatmul, AffineCodesAreRowInvariantAndAccurate) {
 // dequantize_rows of affine codes is MLX's own dequantization, bit for bit (what the kernel multiplies by).
 TEST(QuantizedMatmul, AffineRowsEqualMlxDequantize) {
   namespace mx = mlx::core;
-  for (int bits : {2, 3, 4, 6, 8})
-    for (HostDType dt : {HostDType::BF16, HostDType::F16}) {
-      const int rows = 5, cols = 256, group = 64;
-      auto hw = random_affine(bits, group, dt, rows, cols, 99);
-      const auto mdt = dt == HostDType::F16 ? mx::float16 : mx::bfloat16;
-      auto packed = mx::array(reinterpret_cast<const std::uint32_t*>(hw.data.data()), {rows, cols * bits / 32});
-      auto scales =
-          mx::view(mx::array(reinterpret_cast<const std::uint16_t*>(hw.scales.data()), {rows, cols / group}), mdt);
-      auto biases =
-          mx::view(mx::array(reinterpret_cast<const std::uint16_t*>(hw.biases.data()), {rows, cols / group}), mdt);
-      auto ref = mx::astype(mx::dequantize(packed, scales, biases, group, bits), mx::float32);
-      mx::eval(ref);
-      const auto q = quantized_matrix(hw);
-      std::vector<float> ours(static_cast<std::size_t>(rows * cols));
-      const std::vector<std::int32_t> ids{0, 1, 2, 3, 4};
-      dequantize_rows(q, ids, ours.data());
-      ASSERT_EQ(0, std::memcmp(ours.data(), ref.data<float>(), ours.size() * 4)) << bits << "-bit";
-    }
+  // Every group size: dequantize_rows looks values up in a per-group table where a group has more values than
+  // codes (2 * 2^bits <= group) and computes each one otherwise; both must be MLX's bits.
+  for (int group : {32, 64, 128})
+    for (int bits : {2, 3, 4, 6, 8})
+      for (HostDType dt : {HostDType::BF16, HostDType::F16}) {
+        const int rows = 5, cols = 256;
+        auto hw = random_affine(bits, group, dt, rows, cols, 99);
+        const auto mdt = dt == HostDType::F16 ? mx::float16 : mx::bfloat16;
+        auto packed = mx::array(reinterpret_cast<const std::uint32_t*>(hw.data.data()), {rows, cols * bits / 32});
+        auto scales =
+            mx::view(mx::array(reinterpret_cast<const std::uint16_t*>(hw.scales.data()), {rows, cols / group}), mdt);
+        auto biases =
+            mx::view(mx::array(reinterpret_cast<const std::uint16_t*>(hw.biases.data()), {rows, cols / group}), mdt);
+        auto ref = mx::astype(mx::dequantize(packed, scales, biases, group, bits), mx::float32);
+        mx::eval(ref);
+        const auto q = quantized_matrix(hw);
+        std::vector<float> ours(static_cast<std::size_t>(rows * cols));
+        const std::vector<std::int32_t> ids{0, 1, 2, 3, 4};
+        dequantize_rows(q, ids, ours.data());
+        ASSERT_EQ(0, std::memcmp(ours.data(), ref.data<float>(), ours.size() * 4)) << bits << "-bit, group " << group;
+      }
 }
 
 TEST(QuantizedMatmul, RejectsLayoutsWithoutAKernel) {

@@ -96,15 +96,38 @@ void dequantize_rows(const QuantizedMatrix& w, std::span<const std::int32_t> ids
       dequantize_ggml(w.blocks, std::span<const std::uint8_t>(row, rb),
                       std::span<float>(out, static_cast<std::size_t>(w.cols)));
     } else {
+      // Each value is round(round(scale * q) + bias) in the scale dtype, as MLX computes it. Where a group has
+      // more values than codes (4-bit and below at every group size), its 2^bits values are computed once and
+      // looked up: the same bits for a fraction of the roundings (prefill dequantizes every expert's weights).
       const std::int64_t groups = w.cols / w.group;
       const std::uint32_t mask = (1u << w.bits) - 1u;
-      for (std::int64_t k = 0; k < w.cols; ++k) {
-        const std::int64_t bit = k * w.bits;
-        std::uint32_t v = row[bit >> 3] >> (bit & 7);
-        if ((bit & 7) + w.bits > 8) v |= static_cast<std::uint32_t>(row[(bit >> 3) + 1]) << (8 - (bit & 7));
-        const auto g = static_cast<std::size_t>(id * groups + k / w.group);
-        const float scaled = round_to(w.scales[g] * static_cast<float>(v & mask), w.scale_dtype);
-        out[k] = round_to(scaled + w.biases[g], w.scale_dtype);
+      const std::int64_t codes = std::int64_t{1} << w.bits;
+      const bool table = 2 * codes <= w.group;
+      float lut[256];
+      for (std::int64_t gi = 0; gi < groups; ++gi) {
+        const auto g = static_cast<std::size_t>(id * groups + gi);
+        const float scale = w.scales[g], bias = w.biases[g];
+        const auto value = [&](std::uint32_t q) {
+          const float scaled = round_to(scale * static_cast<float>(q), w.scale_dtype);
+          return round_to(scaled + bias, w.scale_dtype);
+        };
+        if (table)
+          for (std::int64_t c = 0; c < codes; ++c) lut[c] = value(static_cast<std::uint32_t>(c));
+        const std::int64_t k0 = gi * w.group;
+        if (table && w.bits == 4) {  // two codes a byte, the low nibble first
+          const std::uint8_t* bytes = row + k0 / 2;
+          for (std::int64_t j = 0; j < w.group / 2; ++j) {
+            out[k0 + 2 * j] = lut[bytes[j] & 15u];
+            out[k0 + 2 * j + 1] = lut[bytes[j] >> 4];
+          }
+          continue;
+        }
+        for (std::int64_t k = k0; k < k0 + w.group; ++k) {
+          const std::int64_t bit = k * w.bits;
+          std::uint32_t v = row[bit >> 3] >> (bit & 7);
+          if ((bit & 7) + w.bits > 8) v |= static_cast<std::uint32_t>(row[(bit >> 3) + 1]) << (8 - (bit & 7));
+          out[k] = table ? lut[v & mask] : value(v & mask);
+        }
       }
     }
     out += w.cols;
