@@ -27,8 +27,9 @@ void count_hybrid_layers(ModelSummary& s, const nlohmann::json& t) {
     auto it = t.find(k);
     return it != t.end() && it->is_number_integer() && it->get<std::int64_t>() > 0 ? it->get<std::uint64_t>() : 0;
   };
-  const std::uint64_t vh = get("linear_num_value_heads"), kh = get("linear_num_key_heads"), kd = get("linear_key_head_dim"),
-                      vd = get("linear_value_head_dim"), kernel = get("linear_conv_kernel_dim");
+  const std::uint64_t vh = get("linear_num_value_heads"), kh = get("linear_num_key_heads"),
+                      kd = get("linear_key_head_dim"), vd = get("linear_value_head_dim"),
+                      kernel = get("linear_conv_kernel_dim");
   if (vh == 0 || kd == 0 || vd == 0) return;
   std::uint64_t full = 0;
   if (auto lt = t.find("layer_types"); lt != t.end() && lt->is_array()) {
@@ -80,6 +81,8 @@ void count_nemotron_layers(ModelSummary& s, const nlohmann::json& t) {
     const std::uint64_t experts = get("n_routed_experts", 0), top = get("num_experts_per_tok", 0),
                         width = get("moe_latent_size", s.hidden), ffn = get("moe_intermediate_size", 0);
     const std::uint64_t per_expert = 2 * ffn * width;  // up and down (squared-ReLU experts)
+    s.routed_parameters = moe * experts * per_expert;
+    s.active_routed_parameters = moe * top * per_expert;
     s.experts = fmt::format(
         "{} routed (top {} per token) + {} shared, in {} layers; routed-expert parameters {}, "
         "active {} per token",
@@ -117,6 +120,7 @@ ModelSummary summarize_gguf(const std::string& path) {
     ++s.tensor_types[type];
     bytes_by_type[type] += t.byte_size;
     s.weight_bytes += t.byte_size;
+    s.parameters += t.element_count;
   }
   s.tensor_count = h.tensors.size();
   // The quantization is the type of the most weight bytes among the block-quantized types.
@@ -171,24 +175,42 @@ ModelSummary summarize_hf(const std::string& dir) {
     }
   }
 
-  for (const auto& loc : ck.all_tensors()) {
-    ++s.tensor_types[std::string(st_dtype_name(loc.tensor->dtype))];
-    s.weight_bytes += loc.tensor->byte_size();
-  }
-  s.tensor_count = ck.all_tensors().size();
-
   std::optional<AffineQuantConfig> q;
   try {
     q = parse_affine_quant_config(c);
   } catch (const std::invalid_argument& e) {
     throw CheckpointError(dir + "/config.json", e.what());
   }
+  // Parameters: a quantized weight's packed codes count as the values they hold; its scales and biases are not
+  // parameters.
+  const auto quantized = [&](const std::string& module) {
+    const auto w = ck.find(module + ".weight");
+    return q && w.tensor != nullptr && w.tensor->dtype == StDType::U32 && ck.find(module + ".scales").tensor != nullptr;
+  };
+  for (const auto& loc : ck.all_tensors()) {
+    const StTensor& t = *loc.tensor;
+    ++s.tensor_types[std::string(st_dtype_name(t.dtype))];
+    s.weight_bytes += t.byte_size();
+    const auto dot = t.name.rfind('.');
+    const std::string module = dot == std::string::npos ? t.name : t.name.substr(0, dot);
+    const std::string_view leaf = dot == std::string::npos ? std::string_view{} : std::string_view(t.name).substr(dot);
+    std::uint64_t n = t.element_count();
+    if ((leaf == ".scales" || leaf == ".biases") && quantized(module)) continue;
+    if (leaf == ".weight" && quantized(module))
+      if (const auto spec = q->spec_for(module); spec && spec->bits > 0)
+        n = n * 32 / static_cast<std::uint64_t>(spec->bits);
+    s.parameters += n;
+    if (t.name.starts_with("mtp.")) s.mtp_parameters += n;
+  }
+  s.tensor_count = ck.all_tensors().size();
+
   if (q) {
     s.quantization = fmt::format("MLX {} {}-bit, group {}", q->mode, q->defaults.bits, q->defaults.group_size);
     for (const auto& [path, spec] : q->overrides)
       s.quantization_overrides.push_back(spec ? fmt::format("{}: {}-bit g{}", path, spec->bits, spec->group_size)
                                               : fmt::format("{}: not quantized", path));
-  } else if (auto qc = c.find("quantization_config"); qc != c.end() && qc->is_object() && qc->contains("quant_method")) {
+  } else if (auto qc = c.find("quantization_config");
+             qc != c.end() && qc->is_object() && qc->contains("quant_method")) {
     s.quantization = fmt::format("{} (not read yet)", (*qc)["quant_method"].dump());
   } else {
     std::uint64_t best = 0;
@@ -246,6 +268,14 @@ std::string format_summary(const ModelSummary& s) {
   for (const auto& [t, n] : s.tensor_types) types += fmt::format("{}{} {}", types.empty() ? "" : ", ", t, n);
   line("tensors", fmt::format("{} ({})", s.tensor_count, types));
   line("weights", fmt::format("{} ({} bytes)", format_bytes(s.weight_bytes), s.weight_bytes));
+  if (s.parameters > 0) {
+    std::string p = std::to_string(s.parameters);
+    if (s.mtp_parameters > 0) p += fmt::format(" ({} of them the MTP head's, run only to draft)", s.mtp_parameters);
+    if (s.routed_parameters > 0 && s.routed_parameters + s.mtp_parameters <= s.parameters)
+      p += fmt::format("; active per token {} (routed experts: top-k of each layer's)",
+                       s.parameters - s.mtp_parameters - s.routed_parameters + s.active_routed_parameters);
+    line("parameters", p);
+  }
   line("tokenizer", s.tokenizer.empty() ? "none found" : s.tokenizer);
   line("chat template", s.has_chat_template ? "yes" : "no");
   if (s.recurrent_bytes > 0) {
@@ -257,8 +287,8 @@ std::string format_summary(const ModelSummary& s) {
     line("kv cache", fmt::format("{} per token (f16)", format_bytes(s.kv_bytes_per_token)));
   }
   if (!s.experts.empty()) line("experts", s.experts);
-  line("memory", fmt::format("{} for weights + a full {}-token KV cache{}", format_bytes(s.memory_estimate()), s.context,
-                             s.recurrent_bytes > 0 ? " + recurrent state" : ""));
+  line("memory", fmt::format("{} for weights + a full {}-token KV cache{}", format_bytes(s.memory_estimate()),
+                             s.context, s.recurrent_bytes > 0 ? " + recurrent state" : ""));
   return out;
 }
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import struct
 from pathlib import Path
 
 import pytest
@@ -368,3 +369,46 @@ def test_info_counts_nemotron_h_layers_state_and_experts(tensorfold):
     assert info["experts"] == ["8 routed (top 2 per token) + 1 shared, in 2 layers; routed-expert parameters "
                                f"{2 * 8 * 2 * 64 * 64}, active {2 * 2 * 2 * 64 * 64} per token"]
     assert info["family"][0].startswith("nemotron_h: serves on MLX")
+
+
+def _safetensors_parameters(folder):
+    """(all, mtp.*) parameter counts from the safetensors headers: a U32 `.weight` with `.scales` beside it packs
+    32 / bits values a word (bits from config.json's quantization: 4 by default, per-module overrides); its scales
+    and biases are not parameters."""
+    config = json.loads((folder / "config.json").read_text())
+    quant = config.get("quantization") or {}
+    header = {}
+    for f in sorted(folder.glob("*.safetensors")):
+        raw = f.read_bytes()
+        size = struct.unpack("<Q", raw[:8])[0]
+        header.update({k: v for k, v in json.loads(raw[8:8 + size]).items() if k != "__metadata__"})
+    total = mtp = 0
+    for name, t in header.items():
+        module, _, leaf = name.rpartition(".")
+        packed = header.get(module + ".weight", {}).get("dtype") == "U32" and module + ".scales" in header
+        if packed and leaf in ("scales", "biases"):
+            continue
+        n = 1
+        for d in t["shape"]:
+            n *= d
+        if packed and leaf == "weight":
+            spec = quant.get(module, {})
+            n = n * 32 // (spec.get("bits", quant.get("bits", 4)) if isinstance(spec, dict) else quant.get("bits", 4))
+        total += n
+        mtp += n if name.startswith("mtp.") else 0
+    return total, mtp
+
+
+@pytest.mark.parametrize("variant", ["bf16", "mlx-4bit"])
+def test_info_counts_nemotron_h_parameters_total_mtp_and_active(tensorfold, variant):
+    """Total parameters from the files (MLX codes counted as values), the MTP head's apart (bf16 has one), and
+    the active ones: all but the MTP head and the routed experts, plus top-2 of each expert layer's 8."""
+    golden = Path(__file__).resolve().parents[1] / "goldens" / "nemotron_h" / variant
+    total, mtp = _safetensors_parameters(golden)
+    assert (mtp > 0) == (variant == "bf16")
+    routed, active_routed = 2 * 8 * 2 * 64 * 64, 2 * 2 * 2 * 64 * 64
+    want = str(total)
+    if mtp:
+        want += f" ({mtp} of them the MTP head's, run only to draft)"
+    want += f"; active per token {total - mtp - routed + active_routed} (routed experts: top-k of each layer's)"
+    assert info_ok(tensorfold, golden)["parameters"] == [want]
