@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from ._serve import start_serve
-from .test_qwen3_5_serving import PROMPTS, SEEDS, concurrent_ids, generate  # the same prompts and seeds
+from .test_qwen3_5_serving import PROMPTS, SEEDS, drafted_serial_concurrent  # the same prompts and seeds
 
 GOLDENS = Path(__file__).resolve().parents[1] / "goldens" / "qwen3_5"
 CHECKPOINTS = {"qwen3_5": GOLDENS / "bf16-mtp",
@@ -60,14 +60,8 @@ def test_startup_report_and_health_name_the_mtp_head(mtp_server):
 
 @pytest.mark.parametrize("prompt_i,sampling_i,seed", CASES)
 def test_mtp_drafted_equals_serial_and_concurrent(mtp_server, prompt_i, sampling_i, seed):
-    client, model = mtp_server.client(), mtp_server.model_id
-    prompt, sampling = PROMPTS[prompt_i], SAMPLING[sampling_i]
-    serial, serial_counters = generate(client, model, prompt, sampling, seed, draft=False)
-    drafted, counters = generate(client, model, prompt, sampling, seed, draft=True)
-    assert serial_counters["drafted"] == 0
+    counters = drafted_serial_concurrent(mtp_server, prompt_i, sampling_i, seed, SAMPLING)
     assert counters["drafted"] > 0
-    assert drafted == serial
-    assert concurrent_ids(client, model, prompt_i, sampling_i, seed, SAMPLING) == serial
     t = _totals[(mtp_server.family, sampling_i)]
     t["drafted"] += counters["drafted"]
     t["accepted"] += counters["accepted"]

@@ -60,6 +60,19 @@ def generate(client, model, prompt, sampling, seed, draft):
     return r.choices[0].model_extra["token_ids"], r.usage.model_extra["tensorfold"]
 
 
+def drafted_serial_concurrent(server, prompt_i, sampling_i, seed, settings):
+    """Case (prompt_i, settings[sampling_i], seed) drafted, with "draft": false and beside three other drafting
+    requests: the three token-id lists must be equal. Returns the drafted run's counters."""
+    client, model = server.client(), server.model_id
+    prompt, sampling = PROMPTS[prompt_i], settings[sampling_i]
+    serial, serial_counters = generate(client, model, prompt, sampling, seed, draft=False)
+    drafted, counters = generate(client, model, prompt, sampling, seed, draft=True)
+    assert serial_counters["drafted"] == 0
+    assert drafted == serial
+    assert concurrent_ids(client, model, prompt_i, sampling_i, seed, settings) == serial
+    return counters
+
+
 def concurrent_ids(client, model, prompt_i, sampling_i, seed, settings):
     """The token ids of case (prompt_i, settings[sampling_i], seed) run beside three other drafting requests
     (other prompts, settings and seeds)."""
@@ -82,13 +95,7 @@ def test_startup_report_names_the_family(family_server):
 
 @pytest.mark.parametrize("prompt_i,sampling_i,seed", CASES)
 def test_drafted_equals_serial_and_concurrent(family_server, prompt_i, sampling_i, seed):
-    client, model = family_server.client(), family_server.model_id
-    prompt, sampling = PROMPTS[prompt_i], SAMPLING[sampling_i]
-    serial, serial_counters = generate(client, model, prompt, sampling, seed, draft=False)
-    drafted, counters = generate(client, model, prompt, sampling, seed, draft=True)
-    assert serial_counters["drafted"] == 0
-    assert drafted == serial
-    assert concurrent_ids(client, model, prompt_i, sampling_i, seed, SAMPLING) == serial
+    counters = drafted_serial_concurrent(family_server, prompt_i, sampling_i, seed, SAMPLING)
     totals = _totals[family_server.family]
     totals["drafted"] += counters["drafted"]
     totals["accepted"] += counters["accepted"]
