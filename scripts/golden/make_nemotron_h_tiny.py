@@ -26,7 +26,8 @@ generation_config.json, golden.json):
   (b) mlx-4bit: mlx-community layout as mlx-lm's nemotron_h sanitize + convert writes it: experts stacked as
       mixer.switch_mlp.fc1 [E, I, H] / fc2 [E, H, I], conv1d as [C, K, 1]; every Linear, the stacks and the
       embedding MLX-affine 4-bit g64 except per-module overrides at 8-bit g64 (lm_head and layer 5's MLP
-      down_proj: mixed bits); the router `mixer.gate` is not an nn.Linear in mlx-lm, so it stays bf16 as there.
+      down_proj: mixed bits) and the routers `mixer.gate` at 8-bit g64, as mlx-community keeps MoE routers
+      (a router mlx-lm leaves in bf16 is read too: the bf16 variant's).
       The golden uses the DEQUANTIZED weights exactly as MLX dequantizes them (make_qwen3_5_tiny.py's quantizer).
 
 golden.json: prompt_ids (3 seeded prompts of lengths 5, 17, 40, ids in 0..255), logits (float32 logits of the
@@ -85,7 +86,8 @@ CONFIG = dict(
     eos_token_id=258, pad_token_id=256, bos_token_id=256, num_nextn_predict_layers=0)
 PROMPT_LENS = [5, 17, 40]
 GREEDY_STEPS = 16
-MLX_OVERRIDES = {"lm_head": 8, "backbone.layers.5.mixer.down_proj": 8}  # module path -> bits (g64)
+MLX_OVERRIDES = {"lm_head": 8, "backbone.layers.5.mixer.down_proj": 8,  # module path -> bits (g64)
+                 "backbone.layers.1.mixer.gate": 8, "backbone.layers.4.mixer.gate": 8}
 KEEP_F32 = ("A_log", "e_score_correction_bias")
 MTP_TYPES = ["full_attention", "moe"]  # transformers' default mtp_layers_block_type ("*E")
 MTP_PROMPT = 2  # the 40-token prompt
@@ -454,7 +456,7 @@ def main():
             continue
         module = k[: -len(".weight")] if k.endswith(".weight") else None
         linear = module is not None and arr.ndim == 2 and not k.endswith("norm.weight") and not k.endswith(
-            "norm_f.weight") and not k.endswith("mixer.gate.weight") and arr.shape[1] % 64 == 0
+            "norm_f.weight") and arr.shape[1] % 64 == 0
         if not linear:
             files[k] = (fdt, arr.shape, to_bytes(arr, fdt))
             continue
