@@ -64,6 +64,10 @@ CASES = [
     ("time_step_limit", "bf16", setter("time_step_limit", [0.0, "fast"]), "config.json",
      "'time_step_limit' values must be numbers"),
     ("mamba_groups", "bf16", setter("n_groups", 3), "config.json", "mamba_num_heads must be a multiple of n_groups"),
+    ("mtp_kind", "bf16", setter("mtp_layers_block_type", ["linear_attention", "moe"]), "config.json",
+     "'mtp_layers_block_type' must hold an attention layer and no mamba layer"),
+    ("mtp_steps", "bf16", setter("num_nextn_predict_layers", -1), "config.json",
+     "'num_nextn_predict_layers' must be an integer >= 0"),
 ]
 
 
@@ -87,6 +91,13 @@ def test_serve_refuses_a_missing_expert(tmp_path, tensorfold, serving_build):
     without_tensor(d, "backbone.layers.4.mixer.experts.5.down_proj.weight")
     assert_clean_failure(tensorfold("serve", d, "--port", "0"), d,
                          "missing tensor 'backbone.layers.4.mixer.experts.5.down_proj.weight'", command="serve")
+
+
+def test_serve_refuses_an_mtp_head_without_its_final_norm(tmp_path, tensorfold, serving_build):
+    d = edited_copy(tmp_path, "bf16", lambda c: None)
+    without_tensor(d, "mtp.layers.1.final_layernorm.weight")
+    assert_clean_failure(tensorfold("serve", d, "--port", "0"), d, "missing tensor 'mtp.layers.1.final_layernorm.weight'",
+                         command="serve")
 
 
 def test_serve_refuses_tensor_parallel_ranks(tmp_path, tensorfold, serving_build):
