@@ -36,7 +36,7 @@ class Tensor {
 
 // A weight on the device: dense, or affine group-quantized (w = scale * q + bias per group).
 struct DeviceWeight {
-  Tensor data;  // dense values, or packed codes
+  Tensor data;            // dense values, or packed codes
   Tensor scales, biases;  // affine only
   int bits = 0;           // 0: dense
   int group_size = 0;
@@ -68,7 +68,7 @@ struct WeightSplit {
 
 struct RopeSpec {
   float base = 10000.0f;
-  bool interleaved = false;   // pairs (2i, 2i+1) as in GGUF's permuted llama weights; else (i, i + d/2)
+  bool interleaved = false;         // pairs (2i, 2i+1) as in GGUF's permuted llama weights; else (i, i + d/2)
   std::vector<float> freq_factors;  // optional per-pair divisors (llama3 rope scaling, rope_freqs.weight)
   // Partial RoPE: only each head's first `rotary_dims` dimensions rotate (pairs within them), the rest pass
   // through; frequencies are base^(-2i/rotary_dims). 0: the whole head.
@@ -78,6 +78,9 @@ struct RopeSpec {
 struct AttentionSpec {
   int heads = 0, kv_heads = 0, head_dim = 0;
   float scale = 1.0f;  // usually 1/sqrt(head_dim)
+  // Sliding-window attention: a query at position p attends positions p - window + 1 .. p only (transformers'
+  // sliding_window). 0: every earlier position.
+  int window = 0;
 };
 
 // What one stream keeps for a group of layers of one kind, held where the backend computes. Layers of a
@@ -114,7 +117,8 @@ struct GatedDeltaSpec {
   std::int64_t conv_channels() const { return 2LL * k_heads * k_dim + static_cast<std::int64_t>(v_heads) * v_dim; }
   // One layer's recurrent bytes: float32 state [v_heads, k_dim, v_dim] and the last conv_kernel - 1 inputs.
   std::size_t layer_bytes() const {
-    return 4 * (static_cast<std::size_t>(v_heads) * k_dim * v_dim + static_cast<std::size_t>(conv_kernel - 1) * conv_channels());
+    return 4 * (static_cast<std::size_t>(v_heads) * k_dim * v_dim +
+                static_cast<std::size_t>(conv_kernel - 1) * conv_channels());
   }
 };
 
@@ -180,6 +184,14 @@ class Backend {
   virtual Tensor linear(const Tensor& x, const DeviceWeight& w) = 0;
   virtual Tensor add(const Tensor& a, const Tensor& b) = 0;
   virtual Tensor swiglu(const Tensor& gate, const Tensor& up) = 0;  // silu(gate) * up
+  // gelu(gate) * up with GELU's tanh approximation (Gemma's MLPs and experts).
+  virtual Tensor gelu_tanh_glu(const Tensor& /*gate*/, const Tensor& /*up*/) {
+    throw std::logic_error("gelu_tanh_glu: not on this backend");
+  }
+  // x * s (Gemma's embedding scale and per-layer scalars).
+  virtual Tensor scale(const Tensor& /*x*/, float /*s*/) { throw std::logic_error("scale: not on this backend"); }
+  // cap * tanh(x / cap) (final logit soft-capping).
+  virtual Tensor softcap(const Tensor& /*x*/, float /*cap*/) { throw std::logic_error("softcap: not on this backend"); }
   // ---- ops of Mamba-2 and mixture-of-experts layers (where has_state_space(); the defaults throw)
   // Whether this backend runs the ops below (new_mamba2_state, mamba2_scan, rms_norm_groups, relu_squared);
   // families that need them refuse other backends at load.
@@ -252,8 +264,8 @@ class Backend {
   // Each run's rows of q, k, v [n, heads * head_dim] belong to one stream: its k and v are written into
   // `layer` of runs[r].cache at positions start.., and its queries attend causally over that cache's
   // positions 0 .. start + rows - 1. A row's result depends on its own stream only. Returns [n, heads * head_dim].
-  virtual Tensor attend(std::span<const StreamRows> runs, int layer, const Tensor& q, const Tensor& k,
-                        const Tensor& v, const AttentionSpec& spec) = 0;
+  virtual Tensor attend(std::span<const StreamRows> runs, int layer, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const AttentionSpec& spec) = 0;
   // Calls with at most this many rows compute every row with the same bits whatever the rows beside it
   // (decode and verify kernels; longer calls may take faster prefill paths). 1: no such guarantee.
   virtual std::int64_t invariant_rows() const { return 1; }

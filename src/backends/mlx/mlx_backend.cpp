@@ -271,7 +271,7 @@ void attend_host(HostKvCache& cache, int layer, const float* q, const float* k, 
                  std::int64_t start, const AttentionSpec& spec, float* out) {
   cache.write(layer, k, v, n, start);
   invariant_attention(q, n, start, cache.keys(layer), cache.values(layer), cache.capacity(layer),
-                      AttentionShape{spec.heads, spec.kv_heads, spec.head_dim, spec.scale}, out);
+                      AttentionShape{spec.heads, spec.kv_heads, spec.head_dim, spec.scale, spec.window}, out);
 }
 
 // One stream's attention on Metal: writes k, v [n, kv_heads * head_dim] at `start` of its cache, attends q over it.
@@ -285,6 +285,14 @@ mx::array attend_run(KvCache& cache, int layer, const mx::array& q, const mx::ar
   auto [K, V] =
       c.write(layer, heads_first(k, spec.kv_heads, spec.head_dim), heads_first(v, spec.kv_heads, spec.head_dim), start);
   auto qh = heads_first(q, spec.heads, spec.head_dim);
+  if (spec.window > 0) {  // causal and within the window: query i (position start + i) sees start + i - window + 1 ..
+    const int total = K.shape(2);
+    auto pos = mx::reshape(mx::add(mx::arange(n), mx::array(static_cast<int>(start))), {n, 1});
+    auto key = mx::reshape(mx::arange(total), {1, total});
+    auto keep = mx::logical_and(mx::less_equal(key, pos), mx::greater(key, mx::subtract(pos, mx::array(spec.window))));
+    auto o = mx::fast::scaled_dot_product_attention(qh, K, V, spec.scale, "", keep);
+    return mx::reshape(mx::transpose(o, {0, 2, 1, 3}), {n, spec.heads * spec.head_dim});
+  }
   auto o = mx::fast::scaled_dot_product_attention(qh, K, V, spec.scale, n > 1 ? "causal" : "");
   return mx::reshape(mx::transpose(o, {0, 2, 1, 3}), {n, spec.heads * spec.head_dim});
 }
@@ -426,6 +434,40 @@ class MlxBackend final : public Backend {
     }
     const auto g = mlx_of(gate);
     return wrap(mx::multiply(mx::multiply(g, mx::sigmoid(g)), mlx_of(up)));
+  }
+
+  Tensor gelu_tanh_glu(const Tensor& gate, const Tensor& up) override {
+    if (const auto* g = host_rows(gate); g != nullptr && host_rows(up) != nullptr) {
+      const auto* u = host_rows(up);
+      if (g->values.size() != u->values.size()) throw std::invalid_argument("gelu_tanh_glu: shapes differ");
+      auto [t, y] = new_rows(g->rows, g->cols);
+      gelu_tanh_glu_rows(g->values.data(), u->values.data(), static_cast<std::int64_t>(g->values.size()), y);
+      return t;
+    }
+    const auto g = mlx_of(gate);
+    const auto inner =
+        mx::multiply(mx::array(0.7978845608028654f),
+                     mx::add(g, mx::multiply(mx::array(0.044715f), mx::multiply(g, mx::multiply(g, g)))));
+    const auto gelu = mx::multiply(mx::multiply(mx::array(0.5f), g), mx::add(mx::array(1.0f), mx::tanh(inner)));
+    return wrap(mx::multiply(gelu, mlx_of(up)));
+  }
+
+  Tensor scale(const Tensor& x, float s) override {
+    if (const auto* h = host_rows(x)) {
+      auto [t, y] = new_rows(h->rows, h->cols);
+      for (std::size_t i = 0; i < h->values.size(); ++i) y[i] = h->values[i] * s;
+      return t;
+    }
+    return wrap(mx::multiply(mlx_of(x), mx::array(s)));
+  }
+
+  Tensor softcap(const Tensor& x, float cap) override {
+    if (const auto* h = host_rows(x)) {
+      auto [t, y] = new_rows(h->rows, h->cols);
+      for (std::size_t i = 0; i < h->values.size(); ++i) y[i] = cap * std::tanh(h->values[i] / cap);
+      return t;
+    }
+    return wrap(mx::multiply(mx::tanh(mx::divide(mlx_of(x), mx::array(cap))), mx::array(cap)));
   }
 
   bool has_linear_attention() const override { return true; }

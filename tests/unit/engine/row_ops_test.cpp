@@ -1,11 +1,14 @@
 // The host row ops of decode steps (kernels/row_ops.h) against MLX's own ops, which prefill chunks run: the two
 // paths must compute the same functions (to float rounding), for every RoPE variant the families use.
 #include "backends/mlx/kernels/row_ops.h"
+#include "backends/mlx/kernels/invariant_attention.h"
 
 #include <gtest/gtest.h>
 #include <mlx/mlx.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -102,6 +105,47 @@ TEST(RowOps, ElementwiseOpsMatchMlx) {
   EXPECT_LT(max_abs_diff(y, values(mx::multiply(as_mlx(b, {n}), mx::sigmoid(g)))), 1e-6f);
   add_rows(a.data(), b.data(), n, y.data());
   EXPECT_EQ(0.0f, max_abs_diff(y, values(mx::add(g, as_mlx(b, {n})))));
+  // GELU's tanh approximation (transformers' gelu_pytorch_tanh), against the formula in double.
+  gelu_tanh_glu_rows(a.data(), b.data(), n, y.data());
+  double worst = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const double x = a[static_cast<std::size_t>(i)];
+    const double want = 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))) *
+                        b[static_cast<std::size_t>(i)];
+    worst = std::max(worst, std::fabs(want - y[static_cast<std::size_t>(i)]) / (1.0 + std::fabs(want)));
+  }
+  EXPECT_LT(worst, 1e-6);
+}
+
+// Sliding-window attention: each row attends its last `window` positions only, the same as full attention over
+// those keys alone, and a row's bits do not depend on the rows beside it in the call.
+TEST(RowOps, WindowedAttentionSeesOnlyTheWindow) {
+  const int heads = 4, kv_heads = 2, d = 16, window = 5;
+  const std::int64_t len = 23, cap = 32;
+  const auto keys = randn(static_cast<std::size_t>(kv_heads * cap * d), 11), vals = randn(keys.size(), 12);
+  const auto q = randn(static_cast<std::size_t>(len * heads * d), 13);
+  const AttentionShape windowed{heads, kv_heads, d, 0.25f, window}, full{heads, kv_heads, d, 0.25f, 0};
+  std::vector<float> all(q.size()), one(static_cast<std::size_t>(heads * d));
+  invariant_attention(q.data(), len, 0, keys.data(), vals.data(), cap, windowed, all.data());
+  for (std::int64_t i = 0; i < len; ++i) {
+    // The same row alone, at its own position,
+    invariant_attention(q.data() + i * heads * d, 1, i, keys.data(), vals.data(), cap, windowed, one.data());
+    EXPECT_EQ(0, std::memcmp(one.data(), all.data() + i * heads * d, one.size() * 4)) << "row " << i;
+    // and as full attention over the window's keys alone (a cache that starts at the window's first position).
+    const std::int64_t first = std::max<std::int64_t>(0, i + 1 - window);
+    std::vector<float> k2(keys.size()), v2(vals.size());
+    for (int g = 0; g < kv_heads; ++g)
+      for (std::int64_t j = first; j <= i; ++j)
+        for (int c = 0; c < d; ++c) {
+          k2[static_cast<std::size_t>((g * cap + j - first) * d + c)] =
+              keys[static_cast<std::size_t>((g * cap + j) * d + c)];
+          v2[static_cast<std::size_t>((g * cap + j - first) * d + c)] =
+              vals[static_cast<std::size_t>((g * cap + j) * d + c)];
+        }
+    std::vector<float> want(one.size());
+    invariant_attention(q.data() + i * heads * d, 1, i - first, k2.data(), v2.data(), cap, full, want.data());
+    EXPECT_EQ(0, std::memcmp(want.data(), one.data(), want.size() * 4)) << "row " << i;
+  }
 }
 
 }  // namespace

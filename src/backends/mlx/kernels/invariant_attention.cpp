@@ -77,10 +77,12 @@ void invariant_attention(const float* q, std::int64_t rows, std::int64_t start, 
     const std::int64_t i = t / s.heads;
     const int h = static_cast<int>(t % s.heads);
     const int g = h / group;
-    const std::int64_t len = start + i + 1;  // causal: positions 0 .. start + i
+    // Causal: positions first .. start + i, first 0 unless a sliding window cuts the older ones off.
+    const std::int64_t first = s.window > 0 ? std::max<std::int64_t>(0, start + i + 1 - s.window) : 0;
+    const std::int64_t len = start + i + 1 - first;
     const float* qi = q + i * width + h * d;
-    const float* kh = keys + g * capacity * d;
-    const float* vh = values + g * capacity * d;
+    const float* kh = keys + (g * capacity + first) * d;
+    const float* vh = values + (g * capacity + first) * d;
     thread_local std::vector<float> scores;  // each thread's, reused: no allocation per (row, head)
     scores.resize(static_cast<std::size_t>(len));
     float* p = scores.data();

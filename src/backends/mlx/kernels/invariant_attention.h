@@ -9,6 +9,7 @@ namespace tf {
 struct AttentionShape {
   int heads = 0, kv_heads = 0, head_dim = 0;
   float scale = 1.0f;
+  int window = 0;  // > 0: a row at position p attends p - window + 1 .. p (sliding-window attention)
 };
 
 // q: [rows, heads * head_dim] for absolute positions start .. start + rows - 1.

@@ -111,6 +111,18 @@ void swiglu_rows(const float* gate, const float* up, std::int64_t n, float* y) {
   });
 }
 
+void gelu_tanh_glu_rows(const float* gate, const float* up, std::int64_t n, float* y) {
+  over_spans(n, kElementSpan, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const float g = gate[i];
+      const float cube = g * g * g;
+      const float inner = 0.7978845608028654f * (g + 0.044715f * cube);  // sqrt(2 / pi)
+      const float gelu = 0.5f * g * (1.0f + std::tanh(inner));
+      y[i] = gelu * up[i];
+    }
+  });
+}
+
 void sigmoid_gate_rows(const float* x, const float* gate, std::int64_t n, float* y) {
   over_spans(n, kElementSpan, [&](std::int64_t i0, std::int64_t i1) {
     for (std::int64_t i = i0; i < i1; ++i) y[i] = x[i] * sigmoid(gate[i]);

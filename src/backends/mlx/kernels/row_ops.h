@@ -20,6 +20,7 @@ void rope_rows(float* x, std::int64_t rows, int heads, int head_dim, std::int64_
 
 void add_rows(const float* a, const float* b, std::int64_t n, float* y);              // y = a + b
 void swiglu_rows(const float* gate, const float* up, std::int64_t n, float* y);       // y = silu(gate) * up
+void gelu_tanh_glu_rows(const float* gate, const float* up, std::int64_t n, float* y);  // y = gelu_tanh(gate) * up
 void sigmoid_gate_rows(const float* x, const float* gate, std::int64_t n, float* y);  // y = x * sigmoid(gate)
 
 }  // namespace tf
