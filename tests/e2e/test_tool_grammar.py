@@ -105,14 +105,17 @@ class Model:
         self.opener, self.marker = opener, marker
 
 
-# format: (a pattern that shows a call was opened in a reply's content, text every call of the format writes, how
-# the lazy prompt names a call)
+# format: (a pattern that shows a call was opened in a reply's content, text every call of the format writes, the
+# lazy prompt: the call asked for in the format's syntax, which SmolLM2 then often writes by itself)
+_ASK = "Reply only with {} for get_weather with city Paris and days 3."
 FORMATS = {
-    "llama3_json": (r'^\s*\{"name"|<\|python_tag\|>', '"parameters"', 'a JSON {"name": ..., "parameters": ...}'),
-    "deepseek": ("<｜tool▁calls▁begin｜>", "<｜tool▁sep｜>", "a <｜tool▁calls▁begin｜> call"),
-    "nemotron": ("<TOOLCALL>", "<TOOLCALL>", "a <TOOLCALL>"),
-    "glm": ("<tool_call>", "<arg_key>", "a <tool_call>"),
-    "gemma4": (r"<\|tool_call>", "<|tool_call>call:", "a <|tool_call>"),
+    "llama3_json": (r'^\s*\{"name"|<\|python_tag\|>', '"parameters"',
+                    _ASK.format('a JSON {"name": ..., "parameters": ...}')),
+    "deepseek": ("<｜tool▁calls▁begin｜>", "<｜tool▁sep｜>", _ASK.format("a <｜tool▁calls▁begin｜> call")),
+    "nemotron": ("<TOOLCALL>", "<TOOLCALL>", _ASK.format("a <TOOLCALL>")),
+    "glm": ("<tool_call>", "<arg_key>", _ASK.format("a <tool_call>")),
+    "gemma4": (r"<\|tool_call>", "<|tool_call>call:",
+               "Reply only with a <|tool_call>call:get_weather{...}<tool_call|> for city Paris and days 3."),
 }
 _tally = {}
 
@@ -156,13 +159,12 @@ class Models:
             srv = self.start(QWEN, ["--reasoning", "off"], "qwen-tools")
             return Model(srv, [WEATHER, SEARCH], "Weather in Paris for 3 days?", "<tool_call>|<function=",
                          "<function=", self.nudge(srv, "<tool_call>", 30))
-        opener, marker, call = FORMATS[name]
+        opener, marker, prompt = FORMATS[name]
         srv = self.start(self.smol_path, ["--chat-template", FORMAT_TEMPLATES / f"{name}.jinja"], f"{name}-tools")
         # SmolLM2 under Llama 3's turns never starts a reply with a JSON call by itself: a small bias on `{"`
         # (a larger one makes it write nothing else).
         bias = self.nudge(srv, '{"', 5) if name == "llama3_json" else None
-        return Model(srv, [WEATHER, SEARCH, PYTHON],
-                     f"Reply only with {call} for get_weather with city Paris and days 3.", opener, marker, bias)
+        return Model(srv, [WEATHER, SEARCH, PYTHON], prompt, opener, marker, bias)
 
     def stop(self):
         for srv in self.started:
