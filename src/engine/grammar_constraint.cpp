@@ -17,6 +17,8 @@ namespace {
 // token). Past either, both are dropped before the next row (a mask is then recomputed, the same mask).
 constexpr std::size_t kMaxStates = 32768;
 constexpr std::size_t kMaxMaskBytes = std::size_t{64} << 20;
+constexpr const char* kBlanks = " \n\r\t";
+constexpr float kNone = -std::numeric_limits<float>::infinity();
 
 using Bits = std::vector<std::uint64_t>;
 
@@ -48,8 +50,11 @@ class GrammarConstraint final : public TokenConstraint {
       rest.remove_prefix(end + after_.size());
     }
     if (!triggers_.empty()) {
-      const auto start = first_trigger(rest);
-      if (start == std::string_view::npos) return;  // no call opened yet: free
+      const auto start = first_trigger(rest, true);
+      if (start == std::string_view::npos) {  // no call opened yet: free, but for the tokens that would open one
+        mask_openings(rest, logits);
+        return;
+      }
       rest.remove_prefix(start);
     }
     const auto state = m_.run(m_.initial(), rest);
@@ -64,7 +69,6 @@ class GrammarConstraint final : public TokenConstraint {
     stats_.states = static_cast<std::int64_t>(m_.states());
     const Bits& allowed = it->second;
     if (std::all_of(allowed.begin(), allowed.end(), [](std::uint64_t w) { return w == 0; })) return;
-    constexpr float kNone = -std::numeric_limits<float>::infinity();
     const std::size_t n = logits.size();
     for (std::size_t w = 0; w * 64 < n; ++w) {
       const std::uint64_t bits = w < allowed.size() ? allowed[w] : 0;
@@ -81,19 +85,63 @@ class GrammarConstraint final : public TokenConstraint {
   }
 
  private:
-  // Where the first trigger starts in `text` (npos: none yet).
-  std::size_t first_trigger(std::string_view text) const {
+  // Where the first trigger starts in `text` (npos: none yet); `lead`: `text` starts where the reply does, so
+  // the triggers that count only there may match.
+  std::size_t first_trigger(std::string_view text, bool lead) const {
     std::size_t first = std::string_view::npos;
-    const auto lead = text.find_first_not_of(" \n\r\t");
+    const auto at_lead = text.find_first_not_of(kBlanks);
     for (const auto& t : triggers_) {
       std::size_t at = std::string_view::npos;
       if (!t.at_start)
         at = text.find(t.text);
-      else if (lead != std::string_view::npos && text.substr(lead, t.text.size()) == t.text)
-        at = lead;
+      else if (lead && at_lead != std::string_view::npos && text.substr(at_lead, t.text.size()) == t.text)
+        at = at_lead;
       first = std::min(first, at);
     }
     return first;
+  }
+
+  // A call is held from its trigger's first byte, the bytes of the token that completes the trigger included:
+  // a token that would complete one and go on off the grammar (`<tool_call>` then a backquote in one token) is
+  // masked, else the call would escape its grammar. Which tokens those are depends only on the part of the free
+  // text a trigger could still start in (see pending_opening), so they are found once per such part.
+  void mask_openings(std::string_view free_text, std::span<float> logits) const {
+    auto key = pending_opening(free_text);
+    auto it = opening_bans_.find(key);
+    if (it == opening_bans_.end()) {
+      std::vector<std::int32_t> banned;
+      std::string text = key.first;
+      for (std::size_t id = 0; id < v_->bytes.size(); ++id) {
+        text.resize(key.first.size());
+        text += v_->bytes[id];
+        const auto at = first_trigger(text, key.second);
+        if (at == std::string::npos) continue;
+        if (m_.run(m_.initial(), std::string_view(text).substr(at)) == grammar::GrammarMatcher::kDead)
+          banned.push_back(static_cast<std::int32_t>(id));
+      }
+      it = opening_bans_.emplace(std::move(key), std::move(banned)).first;
+    }
+    for (const auto id : it->second)
+      if (static_cast<std::size_t>(id) < logits.size()) logits[static_cast<std::size_t>(id)] = kNone;
+  }
+
+  // The end of the free text a trigger completed by the next token can start in: the text past its leading
+  // blanks while that could still become a trigger that counts only at the reply's start (second: true), else
+  // the longest suffix that begins a trigger (empty when none does).
+  std::pair<std::string, bool> pending_opening(std::string_view text) const {
+    const auto at_lead = std::min(text.size(), text.find_first_not_of(kBlanks));
+    const auto stripped = text.substr(at_lead);
+    for (const auto& t : triggers_)
+      if (t.at_start && stripped.size() < t.text.size() && std::string_view(t.text).starts_with(stripped))
+        return {std::string(stripped), true};
+    std::size_t longest = 0;
+    for (const auto& t : triggers_)
+      for (std::size_t n = std::min(text.size(), t.text.size() - 1); n > longest; --n)
+        if (text.substr(text.size() - n) == std::string_view(t.text).substr(0, n)) {
+          longest = n;
+          break;
+        }
+    return {std::string(text.substr(text.size() - longest)), false};
   }
 
   // The tokens the grammar can read from `state`: one pass over the trie in depth-first order, skipping the
@@ -137,6 +185,7 @@ class GrammarConstraint final : public TokenConstraint {
   std::vector<std::int32_t> eos_;
   std::string after_;
   std::vector<tools::CallTrigger> triggers_;
+  mutable std::map<std::pair<std::string, bool>, std::vector<std::int32_t>> opening_bans_;
   std::size_t words_ = 0;
 };
 

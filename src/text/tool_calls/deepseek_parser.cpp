@@ -32,6 +32,9 @@ class DeepSeekParser final : public JsonCallParser {
   enum class State { Content, Block, Head, AfterSep, V3Name, Arguments, CallEnd };
   State state_ = State::Content;
   std::string head_;  // the text before <｜tool▁sep｜>
+  // A block was opened and no call of it has begun: its opener belongs to the first call (given back with it
+  // when that call breaks) or, when no call follows, to the content.
+  bool block_opened_ = false;
   bool reading_arguments_ = false;  // the object's first byte was read (whitespace is then its own)
 
   bool fail() {
@@ -41,7 +44,8 @@ class DeepSeekParser final : public JsonCallParser {
   }
 
   bool begin() {
-    begin_call();
+    begin_call(block_opened_ ? std::string_view(kCallsBegin) : std::string_view());
+    block_opened_ = false;
     consume(kCallBegin.size());
     reset_call_object();
     state_ = State::Head;
@@ -55,6 +59,7 @@ class DeepSeekParser final : public JsonCallParser {
         if (found < 0) return false;
         if (found == 1) return begin();
         consume(kCallsBegin.size());
+        block_opened_ = true;
         state_ = State::Block;
         return true;
       }
@@ -65,6 +70,8 @@ class DeepSeekParser final : public JsonCallParser {
         if (b == 0) return begin();
         if (e == 0) consume(kCallsEnd.size());
         else if (b == 1 || e == 1) return false;
+        else if (block_opened_) emit_content(kCallsBegin);  // no call in it: the opener was text
+        block_opened_ = false;
         state_ = State::Content;
         return true;
       }

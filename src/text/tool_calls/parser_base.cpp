@@ -95,10 +95,10 @@ int ParserBase::starts_with_word(std::string_view word) const {
   return 0;
 }
 
-void ParserBase::begin_call() {
+void ParserBase::begin_call(std::string_view read) {
   in_call_ = true;
   started_ = false;
-  raw_.clear();
+  raw_.assign(read);
 }
 
 const ToolSpec* ParserBase::find_tool(std::string_view name) const {

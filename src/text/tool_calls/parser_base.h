@@ -48,7 +48,9 @@ class ParserBase : public ToolCallParser {
   int starts_with_word(std::string_view word) const;
 
   void emit_content(std::string_view text);
-  void begin_call();  // the raw text of a possible call starts at the read position
+  // The raw text of a possible call starts at the read position; `read` is text already consumed that belongs
+  // to it (a block's opener), so that a call that breaks gives it back too.
+  void begin_call(std::string_view read = {});
   // A declared tool (any name when none were declared); nullptr when unknown.
   const ToolSpec* find_tool(std::string_view name) const;
   bool start_call(std::string name);  // commits the call; false (nothing emitted) for an unknown name

@@ -54,6 +54,9 @@ TEST(MalformedCalls, TruncatedCallsOfEveryFormatComeBackAsContent) {
   expect_all_content(ToolFormat::Glm, "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Par");
   expect_all_content(ToolFormat::Gemma4, "<|tool_call>call:get_weather{city:<|\"|>Par");
   expect_all_content(ToolFormat::DeepSeek, "<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\"");
+  // The block's opener too (it was dropped from the content: a lazy call cut short by max_tokens lost it).
+  expect_all_content(ToolFormat::DeepSeek,
+                     "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Par");
   expect_all_content(ToolFormat::Nemotron, "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {");
 }
 
@@ -66,6 +69,8 @@ TEST(MalformedCalls, BrokenOpenersAndUnknownNamesStayContent) {
   expect_all_content(ToolFormat::Gemma4, "<|tool_call>call:get_weather(city: 1)<tool_call|>");
   expect_all_content(ToolFormat::Gemma4, "<|tool_call>call:get_weather{city:<|\"|>x<|\"|>]<tool_call|>");
   expect_all_content(ToolFormat::DeepSeek, "<｜tool▁call▁begin｜>nope<｜tool▁sep｜>{}<｜tool▁call▁end｜>");
+  expect_all_content(ToolFormat::DeepSeek, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>nope<｜tool▁sep｜>{}");
+  expect_all_content(ToolFormat::DeepSeek, "<｜tool▁calls▁begin｜>no call here");
   expect_all_content(ToolFormat::Nemotron, "<TOOLCALL>{\"name\": \"get_weather\"}</TOOLCALL>");
 }
 
