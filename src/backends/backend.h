@@ -148,6 +148,7 @@ struct StreamRows {
   std::int64_t start = 0;
   std::int64_t rows = 0;
   RecurrentState* recurrent = nullptr;
+  KvCache* window_cache = nullptr;  // the sliding-window layers' store, where the model has such layers
 };
 
 // Greedy ids the device may still be computing (Backend::argmax_rows_async). A later step's embedding can

@@ -1,6 +1,7 @@
 #include "blocks/attention.h"
 
 #include <cmath>
+#include <vector>
 
 namespace tf {
 
@@ -22,7 +23,10 @@ AttentionBlock AttentionBlock::load(WeightSource& src, const std::string& prefix
   // reads key/value head h / (heads / kv_heads) on every rank alike) and sums its part of o_proj's product.
   blk.q = src.matrix(prefix + "q_proj.weight", q_rows, cfg.hidden, WeightSplit::outputs(q_rows / cfg.spec.heads));
   blk.k = src.matrix(prefix + "k_proj.weight", kv_rows, cfg.hidden, WeightSplit::outputs(hd));
-  blk.v = src.matrix(prefix + "v_proj.weight", kv_rows, cfg.hidden, WeightSplit::outputs(hd));
+  if (!cfg.values_from_keys)
+    blk.v = src.matrix(prefix + "v_proj.weight", kv_rows, cfg.hidden, WeightSplit::outputs(hd));
+  if (cfg.value_norm)
+    blk.v_norm = src.values(prefix + "v_norm (ones)", std::vector<float>(static_cast<std::size_t>(hd), 1.0f));
   blk.o = src.matrix(prefix + "o_proj.weight", cfg.hidden, cfg.spec.heads * hd, WeightSplit::inputs());
   if (cfg.qk_norm) {
     blk.q_norm = src.vector(prefix + "q_norm.weight", hd, cfg.zero_centred_qk_norm);
@@ -31,11 +35,19 @@ AttentionBlock AttentionBlock::load(WeightSource& src, const std::string& prefix
   return blk;
 }
 
-Tensor AttentionBlock::forward(Backend& b, const Tensor& h, std::span<const StreamRows> runs, int slot) const {
+Tensor AttentionBlock::forward(Backend& b, const Tensor& h, std::span<const StreamRows> given, int slot) const {
   const AttentionSpec& at = cfg.spec;
-  if (!cfg.use_rope && !cfg.output_gate && !cfg.qk_norm)
+  // A sliding-window layer keeps its keys and values in the stream's window store.
+  std::vector<StreamRows> windowed;
+  if (at.window > 0) {
+    windowed.assign(given.begin(), given.end());
+    for (auto& r : windowed) r.cache = r.window_cache;
+  }
+  const std::span<const StreamRows> runs = at.window > 0 ? std::span<const StreamRows>(windowed) : given;
+  const bool plain_values = !cfg.values_from_keys && !cfg.value_norm;
+  if (!cfg.use_rope && !cfg.output_gate && !cfg.qk_norm && plain_values)
     return b.linear(b.attend(runs, slot, b.linear(h, q), b.linear(h, k), b.linear(h, v), at), o);
-  if (!cfg.output_gate && !cfg.qk_norm) {
+  if (!cfg.output_gate && !cfg.qk_norm && plain_values) {
     // Llama: the op sequence the CUDA backend's fusion and its measured tapes expect.
     Tensor qr = b.rope(b.linear(h, q), at.heads, at.head_dim, runs, cfg.rope);
     Tensor kr = b.rope(b.linear(h, k), at.kv_heads, at.head_dim, runs, cfg.rope);
@@ -49,6 +61,8 @@ Tensor AttentionBlock::forward(Backend& b, const Tensor& h, std::span<const Stre
     query = b.head_columns(query, at.heads, 2 * at.head_dim, 0, at.head_dim);
   }
   Tensor key = b.linear(h, k);
+  Tensor value = cfg.values_from_keys ? key : b.linear(h, v);
+  if (cfg.value_norm) value = b.rms_norm_heads(value, v_norm, at.kv_heads, cfg.norm_eps);
   if (cfg.qk_norm) {
     query = b.rms_norm_heads(query, q_norm, at.heads, cfg.norm_eps);
     key = b.rms_norm_heads(key, k_norm, at.kv_heads, cfg.norm_eps);
@@ -57,7 +71,7 @@ Tensor AttentionBlock::forward(Backend& b, const Tensor& h, std::span<const Stre
     query = b.rope(query, at.heads, at.head_dim, runs, cfg.rope);
     key = b.rope(key, at.kv_heads, at.head_dim, runs, cfg.rope);
   }
-  Tensor out = b.attend(runs, slot, query, key, b.linear(h, v), at);
+  Tensor out = b.attend(runs, slot, query, key, value, at);
   if (cfg.output_gate) out = b.sigmoid_gate(out, gate);
   return b.linear(out, o);
 }

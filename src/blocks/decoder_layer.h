@@ -1,8 +1,9 @@
 #pragma once
 // One layer of a decoder's residual stream: a pre-norm token mixer (attention, Gated DeltaNet or Mamba-2) and a
 // pre-norm feed-forward block (SwiGLU or squared-ReLU MLP, or experts), each added to the stream; either may be
-// absent (Nemotron-H's layers hold one block each). The decoders' layer plans and their MTP heads are lists of
-// these.
+// absent (Nemotron-H's layers hold one block each). Optionally each block's output is normed before it is
+// added (Gemma's sandwich norms) and the layer's output scaled (Gemma 4's layer_scalar). The decoders' layer
+// plans and their MTP heads are lists of these.
 #include <span>
 #include <variant>
 
@@ -10,6 +11,7 @@
 #include "blocks/attention.h"
 #include "blocks/gated_delta.h"
 #include "blocks/mamba2.h"
+#include "blocks/mlp_beside_experts.h"
 #include "blocks/moe.h"
 #include "blocks/relu2_mlp.h"
 #include "blocks/swiglu_mlp.h"
@@ -20,7 +22,9 @@ struct DecoderLayer {
   DeviceWeight input_norm, post_norm;  // before the mixer, before the feed-forward block (plain multipliers)
   std::variant<std::monostate, AttentionBlock, GatedDeltaBlock, Mamba2Block> mixer;
   int slot = 0;  // the layer's index among the layers whose state is of its kind (KvCache / RecurrentState)
-  std::variant<std::monostate, SwiGluMlp, Relu2Mlp, MoeBlock> ffn;
+  std::variant<std::monostate, SwiGluMlp, Relu2Mlp, MoeBlock, MlpBesideExperts> ffn;
+  DeviceWeight post_mixer_norm, post_ffn_norm;  // where present: each block's output normed before the add
+  float scalar = 1.0f;                          // the layer's output times this (applied when != 1)
 
   bool attention() const { return std::holds_alternative<AttentionBlock>(mixer); }
   bool recurrent() const {

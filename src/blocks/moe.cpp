@@ -9,7 +9,7 @@ MoeBlock MoeBlock::load(WeightSource& src, const std::string& prefix, const MoeC
   m.cfg = cfg;
   const std::int64_t E = cfg.router.experts, I = cfg.ffn, width = cfg.latent > 0 ? cfg.latent : cfg.hidden;
   if (const std::string problem = router_spec_problem(cfg.router); !problem.empty()) src.fail(problem);
-  m.router = src.matrix(prefix + "gate.weight", E, cfg.hidden);
+  m.router = src.matrix(prefix + cfg.router_name, E, cfg.hidden);
   const std::string bias = prefix + "gate.e_score_correction_bias";
   if (src.has(bias)) m.cfg.router.correction_bias = src.floats(bias, E);
 
@@ -55,9 +55,9 @@ MoeBlock MoeBlock::load(WeightSource& src, const std::string& prefix, const MoeC
   return m;
 }
 
-Tensor MoeBlock::forward(Backend& b, const Tensor& h) const {
+Tensor MoeBlock::forward(Backend& b, const Tensor& h, const Tensor* router_input) const {
   const auto& rs = cfg.router;
-  const std::vector<float> logits = b.to_host(b.linear(h, router));
+  const std::vector<float> logits = b.to_host(b.linear(router_input != nullptr ? *router_input : h, router));
   const Tensor routed_in = cfg.latent > 0 ? b.linear(h, latent_in) : h;
   const std::vector<float> x = b.to_host(routed_in);
   const std::int64_t width = cfg.latent > 0 ? cfg.latent : cfg.hidden;
@@ -93,8 +93,8 @@ Tensor MoeBlock::forward(Backend& b, const Tensor& h) const {
                   x.data() + static_cast<std::size_t>(list[i].first * width),
                   static_cast<std::size_t>(width) * sizeof(float));
     const Tensor in = b.from_host(rows, static_cast<std::int64_t>(m), width);
-    const Tensor act =
-        cfg.gated ? b.swiglu(b.linear(in, gate[e]), b.linear(in, up[e])) : b.relu_squared(b.linear(in, up[e]));
+    const Tensor act = cfg.gated ? glu(b, b.linear(in, gate[e]), b.linear(in, up[e]), cfg.activation)
+                                 : b.relu_squared(b.linear(in, up[e]));
     const std::vector<float> y = b.to_host(b.linear(act, down[e]));
     for (std::size_t i = 0; i < m; ++i) {
       const auto [r, s] = list[i];
@@ -116,8 +116,8 @@ Tensor MoeBlock::forward(Backend& b, const Tensor& h) const {
   Tensor out = b.from_host(sum, n, width);
   if (cfg.latent > 0) out = b.linear(out, latent_out);
   if (cfg.shared_ffn > 0) {
-    const Tensor act =
-        cfg.gated ? b.swiglu(b.linear(h, shared_gate), b.linear(h, shared_up)) : b.relu_squared(b.linear(h, shared_up));
+    const Tensor act = cfg.gated ? glu(b, b.linear(h, shared_gate), b.linear(h, shared_up), cfg.activation)
+                                 : b.relu_squared(b.linear(h, shared_up));
     out = b.add(out, b.linear(act, shared_down));
   }
   return out;

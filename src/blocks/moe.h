@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "blocks/glu.h"
 #include "blocks/moe_router.h"
 #include "blocks/weight_source.h"
 
@@ -24,10 +25,12 @@ namespace tf {
 
 struct MoeConfig {
   std::int64_t hidden = 0;
-  std::int64_t ffn = 0;         // each routed expert's intermediate width (moe_intermediate_size)
-  std::int64_t shared_ffn = 0;  // the shared expert's (0: none)
-  std::int64_t latent = 0;      // moe_latent_size (0: the experts read and write hidden rows)
-  bool gated = true;            // SwiGLU experts; false: up/down with squared ReLU
+  std::int64_t ffn = 0;                            // each routed expert's intermediate width (moe_intermediate_size)
+  std::int64_t shared_ffn = 0;                     // the shared expert's (0: none)
+  std::int64_t latent = 0;                         // moe_latent_size (0: the experts read and write hidden rows)
+  bool gated = true;                               // gated experts (act(gate) * up); false: up/down with squared ReLU
+  GluActivation activation = GluActivation::Silu;  // the gated experts' (and shared expert's) activation
+  std::string router_name = "gate.weight";         // the router's projection under the block's prefix
   RouterSpec router;
 };
 
@@ -46,8 +49,9 @@ struct MoeBlock {
   //   switch_mlp.{fc1,fc2}.weight [E, out, in]             mlx-lm's non-gated experts (fc1 up, fc2 down)
   // then shared_experts.{gate,up,down}_proj and fc1_latent_proj / fc2_latent_proj where the config has them.
   static MoeBlock load(WeightSource& src, const std::string& prefix, const MoeConfig& cfg);
-  // h [n, hidden] -> [n, hidden].
-  Tensor forward(Backend& b, const Tensor& h) const;
+  // h [n, hidden] -> [n, hidden]; the router reads `router_input` [n, hidden] where given (Gemma 4 routes
+  // from its own normed input, the experts from another), else h.
+  Tensor forward(Backend& b, const Tensor& h, const Tensor* router_input = nullptr) const;
 };
 
 }  // namespace tf

@@ -20,6 +20,8 @@ std::string router_spec_problem(const RouterSpec& s) {
     return "num_experts_per_tok exceeds the experts of topk_group groups";
   if (!s.correction_bias.empty() && static_cast<int>(s.correction_bias.size()) != s.experts)
     return "e_score_correction_bias must have one value per expert";
+  if (!s.expert_scale.empty() && static_cast<int>(s.expert_scale.size()) != s.experts)
+    return "per_expert_scale must have one value per expert";
   return {};
 }
 
@@ -80,6 +82,7 @@ std::vector<ExpertChoice> route_row(std::span<const float> logits, const RouterS
   for (auto& c : out) {
     if (s.norm_top_k) c.weight = c.weight / denominator;
     c.weight = c.weight * s.scaling;
+    if (!s.expert_scale.empty()) c.weight = c.weight * s.expert_scale[static_cast<std::size_t>(c.expert)];
   }
   return out;
 }

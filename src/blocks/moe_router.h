@@ -4,7 +4,8 @@
 //   scores: softmax over all experts, or sigmoid of each logit;
 //   selection: the top k by score + correction_bias (the bias picks experts, never weighs them); with groups > 1
 //     only the experts of the top_groups groups compete, a group scored by the sum of its two best;
-//   weights: the chosen experts' unbiased scores, divided by their sum where norm_top_k, times scaling.
+//   weights: the chosen experts' unbiased scores, divided by their sum where norm_top_k, times scaling, times
+//     the expert's own scale where expert_scale is given (Gemma 4's per_expert_scale).
 #include <cstdint>
 #include <span>
 #include <string>
@@ -20,6 +21,7 @@ struct RouterSpec {
   bool norm_top_k = false;             // norm_topk_prob
   float scaling = 1.0f;                // routed_scaling_factor
   std::vector<float> correction_bias;  // e_score_correction_bias: one per expert, or empty
+  std::vector<float> expert_scale;     // per-expert weight multipliers: one per expert, or empty
 };
 
 struct ExpertChoice {

@@ -82,6 +82,19 @@ DeviceWeight WeightSource::vector(const std::string& name, std::int64_t n, bool 
   return upload(w, split);
 }
 
+DeviceWeight WeightSource::values(const std::string& what, const std::vector<float>& values, const WeightSplit& split) {
+  HostWeight w;
+  w.name = what;
+  const auto n = static_cast<std::int64_t>(values.size());
+  w.rows = 1;
+  w.cols = n;
+  w.shape = {n};
+  w.dtype = HostDType::F32;
+  w.data.resize(values.size() * 4);
+  std::memcpy(w.data.data(), values.data(), w.data.size());
+  return upload(w, split);
+}
+
 std::vector<float> WeightSource::floats(const std::string& name, std::int64_t n) const {
   const auto w = read(name);
   if (w.bits != 0 || w.rows * w.cols != n)

@@ -14,7 +14,8 @@ namespace tf {
 class WeightSource {
  public:
   // `rename` maps the names blocks use (Hugging Face's) to the checkpoint's, for layouts that differ (GGUF).
-  WeightSource(const WeightReader& reader, Backend& backend, std::function<std::string(const std::string&)> rename = {});
+  WeightSource(const WeightReader& reader, Backend& backend,
+               std::function<std::string(const std::string&)> rename = {});
 
   bool has(const std::string& name) const;
   // A [rows, cols] matrix, dense or quantized, divided among tensor-parallel ranks as `split` says.
@@ -22,6 +23,9 @@ class WeightSource {
   // A vector of n float values (norm weights, per-head parameters). With `plus_one` each value is stored as
   // 1 + w: zero-centred RMSNorm weights (Qwen3.5, Gemma) become plain multipliers.
   DeviceWeight vector(const std::string& name, std::int64_t n, bool plus_one = false, const WeightSplit& split = {});
+  // Float values computed at load rather than read (an unscaled norm's ones, a router's folded input scale),
+  // uploaded as a vector named `what` (for messages).
+  DeviceWeight values(const std::string& what, const std::vector<float>& values, const WeightSplit& split = {});
   // A vector of n float values kept on the host (a router's correction bias: the host picks the experts).
   std::vector<float> floats(const std::string& name, std::int64_t n) const;
   // A dense float weight of rows * cols values, whatever its stored shape (a depthwise conv kernel is

@@ -4,10 +4,28 @@
 
 namespace tf {
 
+namespace {
+int window_of(const DecoderLayer& l) {
+  const auto* a = std::get_if<AttentionBlock>(&l.mixer);
+  return a != nullptr ? a->cfg.spec.window : 0;
+}
+}  // namespace
+
 int DecoderWeights::attention_layers() const {
   int n = 0;
-  for (const auto& l : layers) n += l.attention() ? 1 : 0;
+  for (const auto& l : layers) n += l.attention() && window_of(l) == 0 ? 1 : 0;
   return n;
+}
+
+int DecoderWeights::window_layers() const {
+  int n = 0;
+  for (const auto& l : layers) n += window_of(l) > 0 ? 1 : 0;
+  return n;
+}
+
+Tensor output_logits(Backend& b, const DecoderWeights& w, const Tensor& normed) {
+  const Tensor logits = b.linear(normed, w.output);
+  return w.logit_softcap > 0.0f ? b.softcap(logits, w.logit_softcap) : logits;
 }
 
 int DecoderWeights::recurrent_layers() const {
@@ -42,13 +60,15 @@ Tensor decoder_logits(Backend& b, const DecoderWeights& w, std::span<const Decod
   runs.reserve(parts.size());
   std::int64_t total = 0;
   for (const auto& p : parts) {
-    if ((p.cache == nullptr && p.recurrent == nullptr) || p.tokens.empty())
+    if ((p.cache == nullptr && p.recurrent == nullptr && p.window == nullptr) || p.tokens.empty())
       throw std::invalid_argument("decoder forward: an empty part");
     if (p.fed && (parts.size() > 1 || p.fed->rows() != static_cast<std::int64_t>(p.tokens.size())))
       throw std::invalid_argument("decoder forward: device-fed ids in a shared round or of another length");
     const auto n = static_cast<std::int64_t>(p.tokens.size());
-    const std::int64_t start = p.cache != nullptr ? p.cache->length() : p.recurrent->length();
-    runs.push_back({p.cache, start, n, p.recurrent});
+    const std::int64_t start = p.cache != nullptr       ? p.cache->length()
+                               : p.recurrent != nullptr ? p.recurrent->length()
+                                                        : p.window->length();
+    runs.push_back({p.cache, start, n, p.recurrent, p.window});
     total += n;
   }
   std::span<const std::int32_t> tokens = parts.front().tokens;
@@ -60,11 +80,12 @@ Tensor decoder_logits(Backend& b, const DecoderWeights& w, std::span<const Decod
   }
   const auto& fed = parts.front().fed;
   Tensor x = fed ? b.embed(w.embed, fed) : b.embed(w.embed, tokens);
+  if (w.embed_scale != 1.0f) x = b.scale(x, w.embed_scale);
   for (const auto& l : w.layers) x = l.forward(b, x, runs, w.rms_eps);
   if (hidden != nullptr) *hidden = b.rms_norm(x, w.final_norm, w.rms_eps);
   // Always through last_rows, even for every row: one tape shape for solo and shared rounds alike.
   Tensor last = b.last_rows(x, logit_rows);
-  return b.linear(b.rms_norm(last, w.final_norm, w.rms_eps), w.output);
+  return output_logits(b, w, b.rms_norm(last, w.final_norm, w.rms_eps));
 }
 
 }  // namespace tf

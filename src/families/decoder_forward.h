@@ -18,9 +18,15 @@ struct DecoderWeights {
   DeviceWeight embed, final_norm, output;  // output is embed when tied
   std::vector<DecoderLayer> layers;
   float rms_eps = 1e-5f;
-  int attention_layers() const;
+  float embed_scale = 1.0f;      // the embedding rows times this (Gemma: sqrt(hidden))
+  float logit_softcap = 0.0f;    // > 0: logits = cap * tanh(logits / cap)
+  int attention_layers() const;  // attending over every position (the KvCache store)
+  int window_layers() const;     // sliding-window attention (the window store)
   int recurrent_layers() const;
 };
+
+// The logits of rows after the final norm: the output projection, soft-capped where the model says.
+Tensor output_logits(Backend& b, const DecoderWeights& w, const Tensor& normed);
 
 // A plain attention + SwiGLU layer from weights made elsewhere (the CUDA tests and benchmarks generate them).
 DecoderLayer attention_layer(const AttentionConfig& cfg, int slot, DeviceWeight input_norm, DeviceWeight q,
@@ -34,6 +40,7 @@ struct DecoderPart {
   std::span<const std::int32_t> tokens;
   // Set: the part's one token is this id on the device (GreedyAhead), and `tokens` holds a placeholder.
   std::shared_ptr<DeviceIds> fed;
+  KvCache* window = nullptr;  // null when no layer has a sliding window
 };
 
 // The logits left on the backend: with one part, of its last `logit_rows` positions (<= 0: every row); with

@@ -21,13 +21,23 @@ DecoderModel::DecoderModel(Backend& backend, ModelInfo info, DecoderWeights weig
   mamba_layers_ = ssm > 0;
   info_.hidden = w_.embed.cols;
   if (mtp) draft_head_ = std::make_unique<MtpDraftHead>(backend_, w_, std::move(*mtp));
+  // One head shape per attention store: the layers attending everything, and those with a sliding window.
+  bool seen[2] = {false, false};
   for (const auto& l : w_.layers)
     if (const auto* at = std::get_if<AttentionBlock>(&l.mixer)) {
-      kv_shape_ = at->cfg.spec;
-      break;
+      const bool windowed = at->cfg.spec.window > 0;
+      AttentionSpec& shape = windowed ? window_shape_ : kv_shape_;
+      if (seen[windowed] && (shape.kv_heads != at->cfg.spec.kv_heads || shape.head_dim != at->cfg.spec.head_dim))
+        throw std::invalid_argument("DecoderModel: attention layers of one store with different key/value shapes");
+      shape = at->cfg.spec;
+      seen[windowed] = true;
     }
-  info_.state_bytes_per_token =
-      static_cast<std::size_t>(2 * w_.attention_layers()) * static_cast<std::size_t>(kv_shape_.kv_heads * kv_shape_.head_dim) * 4;
+  // float32 keys and values a position (the window store keeps every position too, for now).
+  info_.state_bytes_per_token = 4 * 2 *
+                                (static_cast<std::size_t>(w_.attention_layers()) *
+                                     static_cast<std::size_t>(kv_shape_.kv_heads * kv_shape_.head_dim) +
+                                 static_cast<std::size_t>(w_.window_layers()) *
+                                     static_cast<std::size_t>(window_shape_.kv_heads * window_shape_.head_dim));
   // Two copies of each recurrent layer's state (the one before the last window is kept for rollback).
   info_.state_bytes_per_stream = 2 * static_cast<std::size_t>(w_.recurrent_layers()) *
                                  (mamba_layers_ ? mamba_.layer_bytes() : recurrent_.layer_bytes());
@@ -36,20 +46,22 @@ DecoderModel::DecoderModel(Backend& backend, ModelInfo info, DecoderWeights weig
 DecoderModel::~DecoderModel() = default;
 
 std::unique_ptr<SequenceState> DecoderModel::new_state() const {
-  const int attn = w_.attention_layers(), rec = w_.recurrent_layers();
+  const int attn = w_.attention_layers(), rec = w_.recurrent_layers(), windowed = w_.window_layers();
   return std::make_unique<StreamState>(
       attn > 0 ? backend_.new_kv_cache(attn, kv_shape_.kv_heads, kv_shape_.head_dim) : nullptr,
       rec == 0        ? nullptr
       : mamba_layers_ ? backend_.new_mamba2_state(rec, mamba_)
-                      : backend_.new_recurrent_state(rec, recurrent_));
+                      : backend_.new_recurrent_state(rec, recurrent_),
+      windowed > 0 ? backend_.new_kv_cache(windowed, window_shape_.kv_heads, window_shape_.head_dim) : nullptr);
 }
 
 DecoderPart DecoderModel::part_of(SequenceState& state, std::span<const std::int32_t> tokens) const {
   auto& st = dynamic_cast<StreamState&>(state);
-  return {st.kv(), st.recurrent(), tokens, nullptr};
+  return {st.kv(), st.recurrent(), tokens, nullptr, st.window()};
 }
 
-std::vector<float> DecoderModel::forward(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t logit_rows) {
+std::vector<float> DecoderModel::forward(SequenceState& state, std::span<const std::int32_t> tokens,
+                                         std::int64_t logit_rows) {
   return backend_.to_host(logits(state, tokens, logit_rows));
 }
 
@@ -70,7 +82,7 @@ std::vector<float> DecoderModel::forward_scored(SequenceState& state, std::span<
   const DecoderPart part = part_of(state, tokens);
   Tensor rows;
   const Tensor last = decoder_logits(backend_, w_, std::span<const DecoderPart>(&part, 1), 1, &rows);
-  const Tensor all = backend_.linear(rows, w_.output);  // recorded before any result is read: one pass
+  const Tensor all = output_logits(backend_, w_, rows);  // recorded before any result is read: one pass
   auto out = backend_.to_host(last);
   every_row = backend_.to_host(all);
   if (hidden != nullptr) *hidden = backend_.to_host(rows);
@@ -87,7 +99,8 @@ std::vector<std::int32_t> DecoderModel::forward_sampled(SequenceState& state, st
   return choose_rows(logits(state, tokens, rows), rows, choice);
 }
 
-std::vector<std::int32_t> DecoderModel::choose_rows(const Tensor& logits, std::int64_t rows, const TokenChoice& choice) {
+std::vector<std::int32_t> DecoderModel::choose_rows(const Tensor& logits, std::int64_t rows,
+                                                    const TokenChoice& choice) {
   if (choice.temperature <= 0.0f) return backend_.argmax_rows(logits);
   std::vector<TokenChoice> each(static_cast<std::size_t>(rows), choice);
   for (std::size_t i = 0; i < each.size(); ++i) each[i].position += static_cast<std::int64_t>(i);
@@ -100,7 +113,7 @@ std::vector<ForwardResult> DecoderModel::forward_parts(std::span<const ForwardPa
   };
   // Before anything asks a state for its stores (StreamState::kv() drops a queued step).
   if (parts.size() == 1 && parts[0].ids && parts[0].tokens.size() == 1 && backend_.has_device_ids() &&
-      w_.recurrent_layers() == 0 && on_backend(parts[0])) {
+      w_.recurrent_layers() == 0 && w_.window_layers() == 0 && on_backend(parts[0])) {
     TokenChoice c = parts[0].choice;
     c.position = parts[0].state->length() + 1;
     return {one_token_round(*parts[0].state, parts[0].tokens[0], parts[0].ahead, c)};
@@ -143,7 +156,8 @@ std::vector<ForwardResult> DecoderModel::forward_parts(std::span<const ForwardPa
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const std::size_t n = parts[i].tokens.size();
     if (parts[i].ids)
-      out[i].ids.assign(ids.begin() + static_cast<std::ptrdiff_t>(row), ids.begin() + static_cast<std::ptrdiff_t>(row + n));
+      out[i].ids.assign(ids.begin() + static_cast<std::ptrdiff_t>(row),
+                        ids.begin() + static_cast<std::ptrdiff_t>(row + n));
     else
       out[i].logits.assign(logits.begin() + static_cast<std::ptrdiff_t>(row * vocab),
                            logits.begin() + static_cast<std::ptrdiff_t>((row + n) * vocab));

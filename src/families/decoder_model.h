@@ -27,7 +27,8 @@ class DecoderModel final : public Model {
 
   const ModelInfo& info() const override { return info_; }
   std::unique_ptr<SequenceState> new_state() const override;
-  std::vector<float> forward(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t logit_rows) override;
+  std::vector<float> forward(SequenceState& state, std::span<const std::int32_t> tokens,
+                             std::int64_t logit_rows) override;
   std::vector<float> forward_hidden(SequenceState& state, std::span<const std::int32_t> tokens, std::int64_t logit_rows,
                                     std::vector<float>& hidden) override;
   std::vector<float> forward_scored(SequenceState& state, std::span<const std::int32_t> tokens,
@@ -54,8 +55,9 @@ class DecoderModel final : public Model {
   DecoderWeights w_;
   GatedDeltaSpec recurrent_;
   Mamba2Spec mamba_;
-  bool mamba_layers_ = false;  // the recurrent layers are Mamba-2's (else Gated DeltaNet's)
-  AttentionSpec kv_shape_;  // of the attention layers (they share one)
+  bool mamba_layers_ = false;              // the recurrent layers are Mamba-2's (else Gated DeltaNet's)
+  AttentionSpec kv_shape_;                 // of the layers attending every position (they share one)
+  AttentionSpec window_shape_;             // of the sliding-window layers (they share one)
   std::unique_ptr<DraftHead> draft_head_;  // over w_'s embedding and output projection
 };
 

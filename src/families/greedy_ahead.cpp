@@ -18,8 +18,8 @@ std::shared_ptr<DeviceIds> choose(Backend& backend, const Tensor& logits, const 
 
 }  // namespace
 
-std::int32_t GreedyAhead::next(Backend& backend, KvCache& kv, std::int32_t token, bool queue_next,
-                               const Record& record, const TokenChoice& choice) {
+std::int32_t GreedyAhead::next(Backend& backend, KvCache& kv, std::int32_t token, bool queue_next, const Record& record,
+                               const TokenChoice& choice) {
   std::shared_ptr<DeviceIds> out;
   if (queued_ && queued_input_ == token && same(queued_choice_, choice)) {
     out = std::move(queued_output_);

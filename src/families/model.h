@@ -19,12 +19,12 @@ struct ModelInfo {
   std::string family;        // our folder under src/families/
   std::string architecture;  // GGUF general.architecture / config.json model_type
   std::int64_t vocab = 0;
-  std::int64_t context = 0;  // the checkpoint's trained context length
-  std::size_t weight_bytes = 0;  // as uploaded to the backend
-  std::size_t state_bytes_per_token = 0;  // cache growth per position of one stream
+  std::int64_t context = 0;                // the checkpoint's trained context length
+  std::size_t weight_bytes = 0;            // as uploaded to the backend
+  std::size_t state_bytes_per_token = 0;   // cache growth per position of one stream
   std::size_t state_bytes_per_stream = 0;  // what one stream holds whatever its length (recurrent layers)
-  std::int64_t prefill_chunk = 512;  // the family's fixed chunk grid for prefill (ARCHITECTURE §4)
-  std::int64_t hidden = 0;           // the width of the hidden rows a forward can return (ForwardPart::hidden)
+  std::int64_t prefill_chunk = 512;        // the family's fixed chunk grid for prefill (ARCHITECTURE §4)
+  std::int64_t hidden = 0;                 // the width of the hidden rows a forward can return (ForwardPart::hidden)
 };
 
 // What one stream carries between forward passes: KV caches for attention layers, recurrent state for

@@ -38,7 +38,7 @@ DraftHead::Rows MtpDraftHead::forward(SequenceState& state, std::span<const std:
                                    std::span<const StreamRows>(&run, 1));
   const Tensor last = backend_.last_rows(out, rows);
   Rows r;
-  r.logits = backend_.to_host(backend_.linear(last, w_.output));
+  r.logits = backend_.to_host(output_logits(backend_, w_, last));
   r.hidden = backend_.to_host(last);
   return r;
 }

@@ -28,7 +28,8 @@ constexpr std::array<Family, 4> kFamilies{{
     {"llama", "llama", load_llama, "serves on MLX and CUDA"},
     {"qwen3_5", "qwen3_5", load_qwen3_5, "serves on MLX and CUDA, drafting from its MTP head where it has one"},
     {"qwen3_5_text", "qwen3_5", load_qwen3_5, "serves on MLX and CUDA, drafting from its MTP head where it has one"},
-    {"nemotron_h", "nemotron_h", load_nemotron_h, "serves on MLX (not CUDA yet), drafting from its MTP head where it has one"},
+    {"nemotron_h", "nemotron_h", load_nemotron_h,
+     "serves on MLX (not CUDA yet), drafting from its MTP head where it has one"},
 }};
 
 const Family* find_family(const std::string& architecture) {

@@ -5,9 +5,18 @@
 
 namespace tf {
 
-StreamState::StreamState(std::unique_ptr<KvCache> kv, std::unique_ptr<RecurrentState> recurrent)
-    : kv_(std::move(kv)), recurrent_(std::move(recurrent)) {
-  if (!kv_ && !recurrent_) throw std::invalid_argument("StreamState: a model with no layers");
+StreamState::StreamState(std::unique_ptr<KvCache> kv, std::unique_ptr<RecurrentState> recurrent,
+                         std::unique_ptr<KvCache> window)
+    : kv_(std::move(kv)), recurrent_(std::move(recurrent)), window_(std::move(window)) {
+  if (!kv_ && !recurrent_ && !window_) throw std::invalid_argument("StreamState: a model with no layers");
+}
+
+std::vector<StateStore*> StreamState::stores() const {
+  std::vector<StateStore*> out;
+  for (StateStore* s : {static_cast<StateStore*>(kv_.get()), static_cast<StateStore*>(recurrent_.get()),
+                        static_cast<StateStore*>(window_.get())})
+    if (s != nullptr) out.push_back(s);
+  return out;
 }
 
 StreamState::~StreamState() {
@@ -18,17 +27,20 @@ StreamState::~StreamState() {
 }
 
 std::int64_t StreamState::length() const {
-  return (kv_ ? kv_->length() : recurrent_->length()) - ahead_.ahead();
+  return (kv_ ? kv_->length() : recurrent_ ? recurrent_->length() : window_->length()) - ahead_.ahead();
 }
 
 void StreamState::truncate(std::int64_t length) {
   if (length == this->length()) return;
   if (kv_) kv()->truncate(length);
   if (recurrent_) recurrent_->truncate(length);
+  if (window_) window_->truncate(length);
 }
 
 std::size_t StreamState::bytes() const {
-  return (kv_ ? kv_->bytes() : 0) + (recurrent_ ? recurrent_->bytes() : 0);
+  std::size_t n = 0;
+  for (const StateStore* s : stores()) n += s->bytes();
+  return n;
 }
 
 KvCache* StreamState::kv() {
@@ -38,9 +50,10 @@ KvCache* StreamState::kv() {
 
 RecurrentState* StreamState::recurrent() { return recurrent_.get(); }
 
-std::int32_t StreamState::greedy_round(Backend& b, std::int32_t token, bool queue_next, const GreedyAhead::Record& record,
-                                      const TokenChoice& choice) {
-  if (!kv_ || recurrent_) throw std::logic_error("greedy_round: only attention-only models queue steps ahead");
+std::int32_t StreamState::greedy_round(Backend& b, std::int32_t token, bool queue_next,
+                                       const GreedyAhead::Record& record, const TokenChoice& choice) {
+  if (!kv_ || recurrent_ || window_)
+    throw std::logic_error("greedy_round: only models of one attention store queue steps ahead");
   return ahead_.next(b, *kv_, token, queue_next, record, choice);
 }
 
@@ -85,17 +98,15 @@ class StreamImage final : public StateImage {
 
 std::vector<std::uint8_t> StreamState::snapshot() const {
   if (ahead_.ahead() != 0) throw std::logic_error("StreamState::snapshot with a greedy step queued");
-  std::vector<std::vector<std::uint8_t>> stores;
-  for (const StateStore* s : {static_cast<const StateStore*>(kv_.get()), static_cast<const StateStore*>(recurrent_.get())})
-    if (s != nullptr) stores.push_back(s->snapshot());
-  return join_stores(stores);
+  std::vector<std::vector<std::uint8_t>> bytes;
+  for (const StateStore* s : stores()) bytes.push_back(s->snapshot());
+  return join_stores(bytes);
 }
 
 std::shared_ptr<const StateImage> StreamState::image() const {
   if (ahead_.ahead() != 0) throw std::logic_error("StreamState::image with a greedy step queued");
   std::vector<std::shared_ptr<const StateImage>> parts;
-  for (const StateStore* s : {static_cast<const StateStore*>(kv_.get()), static_cast<const StateStore*>(recurrent_.get())})
-    if (s != nullptr) parts.push_back(s->image());
+  for (const StateStore* s : stores()) parts.push_back(s->image());
   return std::make_shared<StreamImage>(std::move(parts));
 }
 
@@ -103,25 +114,24 @@ void StreamState::restore_image(const StateImage& image) {
   const auto* mine = dynamic_cast<const StreamImage*>(&image);
   if (mine == nullptr) return restore_from_bytes(*this, image);  // a disk file's bytes
   if (kv_) ahead_.drop(*kv_);
-  std::vector<StateStore*> stores;
-  for (StateStore* s : {static_cast<StateStore*>(kv_.get()), static_cast<StateStore*>(recurrent_.get())})
-    if (s != nullptr) stores.push_back(s);
-  if (mine->parts().size() != stores.size()) throw std::invalid_argument("StreamState::restore_image: a state of another model");
-  for (std::size_t i = 0; i < stores.size(); ++i) stores[i]->restore_image(*mine->parts()[i]);
-  if (kv_ && recurrent_ && kv_->length() != recurrent_->length())
-    throw std::invalid_argument("StreamState::restore_image: stores of different lengths");
+  const auto mine_stores = stores();
+  if (mine->parts().size() != mine_stores.size())
+    throw std::invalid_argument("StreamState::restore_image: a state of another model");
+  for (std::size_t i = 0; i < mine_stores.size(); ++i) mine_stores[i]->restore_image(*mine->parts()[i]);
+  for (const StateStore* s : mine_stores)
+    if (s->length() != mine_stores.front()->length())
+      throw std::invalid_argument("StreamState::restore_image: stores of different lengths");
 }
 
 void StreamState::restore(std::span<const std::uint8_t> bytes) {
   if (kv_) ahead_.drop(*kv_);
-  std::uint32_t stores = 0;
+  std::uint32_t count = 0;
   if (bytes.size() < 4) throw std::invalid_argument("StreamState::restore: truncated");
-  std::memcpy(&stores, bytes.data(), 4);
-  if (stores != (kv_ ? 1u : 0u) + (recurrent_ ? 1u : 0u))
-    throw std::invalid_argument("StreamState::restore: a state of another model");
+  std::memcpy(&count, bytes.data(), 4);
+  const auto mine = stores();
+  if (count != mine.size()) throw std::invalid_argument("StreamState::restore: a state of another model");
   std::size_t at = 4;
-  for (StateStore* s : {static_cast<StateStore*>(kv_.get()), static_cast<StateStore*>(recurrent_.get())}) {
-    if (s == nullptr) continue;
+  for (StateStore* s : mine) {
     std::uint64_t n = 0;
     if (bytes.size() - at < 8) throw std::invalid_argument("StreamState::restore: truncated");
     std::memcpy(&n, bytes.data() + at, 8);
@@ -131,8 +141,9 @@ void StreamState::restore(std::span<const std::uint8_t> bytes) {
     at += n;
   }
   if (at != bytes.size()) throw std::invalid_argument("StreamState::restore: trailing bytes");
-  if (kv_ && recurrent_ && kv_->length() != recurrent_->length())
-    throw std::invalid_argument("StreamState::restore: stores of different lengths");
+  for (const StateStore* s : mine)
+    if (s->length() != mine.front()->length())
+      throw std::invalid_argument("StreamState::restore: stores of different lengths");
 }
 
 }  // namespace tf

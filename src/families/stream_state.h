@@ -2,7 +2,8 @@
 // A stream's state in a decoder family: the stores of its layers' state kinds (ARCHITECTURE §3): a KvCache
 // for the attention layers (full keys and values, rolled back by truncation) and a RecurrentState for the
 // linear-attention layers (conv windows and recurrent matrices, rolled back by replaying the accepted rows of
-// the last window). Each layer reaches its own slot of the store of its kind.
+// the last window), and a second KvCache for sliding-window attention layers (their own head shape; today it
+// keeps every position, the window only masks). Each layer reaches its own slot of the store of its kind.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -16,7 +17,8 @@ namespace tf {
 
 class StreamState final : public SequenceState {
  public:
-  StreamState(std::unique_ptr<KvCache> kv, std::unique_ptr<RecurrentState> recurrent);
+  StreamState(std::unique_ptr<KvCache> kv, std::unique_ptr<RecurrentState> recurrent,
+              std::unique_ptr<KvCache> window = nullptr);
   ~StreamState() override;
   StreamState(const StreamState&) = delete;
   StreamState& operator=(const StreamState&) = delete;
@@ -25,7 +27,7 @@ class StreamState final : public SequenceState {
   // To the length itself (a round whose drafts all failed, or that had none) keeps a queued greedy step.
   void truncate(std::int64_t length) override;
   std::size_t bytes() const override;
-  // [store count: u32][per store: byte count u64, bytes] in the order KV cache, recurrent state.
+  // [store count: u32][per store: byte count u64, bytes] in the order KV cache, recurrent state, window KV.
   std::vector<std::uint8_t> snapshot() const override;
   void restore(std::span<const std::uint8_t> bytes) override;
   // The stores' own images (device memory on CUDA), whose host_bytes() are snapshot()'s layout.
@@ -35,6 +37,7 @@ class StreamState final : public SequenceState {
   // The stores at the state's length (a greedy step queued ahead is dropped first); null for a kind no layer has.
   KvCache* kv();
   RecurrentState* recurrent();
+  KvCache* window() { return window_.get(); }
   // One greedy round through GreedyAhead (attention-only models on backends with device ids).
   // One token's round through GreedyAhead; `choice` says how its token is chosen (its position included).
   std::int32_t greedy_round(Backend& b, std::int32_t token, bool queue_next, const GreedyAhead::Record& record,
@@ -44,7 +47,10 @@ class StreamState final : public SequenceState {
  private:
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<RecurrentState> recurrent_;
+  std::unique_ptr<KvCache> window_;
   GreedyAhead ahead_;
+  // The stores that exist, in snapshot order.
+  std::vector<StateStore*> stores() const;
 };
 
 }  // namespace tf
