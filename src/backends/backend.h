@@ -197,6 +197,9 @@ class Backend {
   // Whether this backend runs the ops below (new_mamba2_state, mamba2_scan, rms_norm_groups, relu_squared);
   // families that need them refuse other backends at load.
   virtual bool has_state_space() const { return false; }
+  // Whether this backend runs sliding-window attention (AttentionSpec::window) and gelu_tanh_glu, scale and
+  // softcap: Gemma 4's ops.
+  virtual bool has_sliding_window() const { return false; }
   virtual std::unique_ptr<RecurrentState> new_mamba2_state(int /*layers*/, const Mamba2Spec& /*spec*/) {
     throw std::logic_error("new_mamba2_state: this backend has no Mamba-2 layers");
   }

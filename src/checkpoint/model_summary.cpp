@@ -90,6 +90,40 @@ void count_nemotron_layers(ModelSummary& s, const nlohmann::json& t) {
   }
 }
 
+// Gemma 4 configs: sliding and full attention layers of their own key/value shapes (global_head_dim,
+// num_global_key_value_heads or per_layer_config for the full ones), and experts beside every layer's MLP.
+void count_gemma4_layers(ModelSummary& s, const nlohmann::json& t) {
+  auto get = [&](const nlohmann::json& o, const char* k, std::uint64_t fallback) -> std::uint64_t {
+    auto it = o.find(k);
+    return it != o.end() && it->is_number_integer() && it->get<std::int64_t>() > 0 ? it->get<std::uint64_t>()
+                                                                                   : fallback;
+  };
+  std::uint64_t full = 0;
+  if (auto lt = t.find("layer_types"); lt != t.end() && lt->is_array())
+    for (const auto& x : *lt) full += x.is_string() && x.get<std::string>() == "full_attention" ? 1 : 0;
+  else
+    full = s.layers / 6;
+  std::uint64_t ghd = get(t, "global_head_dim", 512), gkv = s.kv_heads;
+  if (auto v = t.find("attention_k_eq_v"); v != t.end() && v->is_boolean() && v->get<bool>())
+    gkv = get(t, "num_global_key_value_heads", s.kv_heads);
+  if (auto pl = t.find("per_layer_config"); pl != t.end() && pl->is_object())
+    for (const auto& [k, o] : pl->items())
+      if (o.is_object()) ghd = get(o, "head_dim", ghd), gkv = get(o, "num_key_value_heads", gkv);
+  s.attention_layers = s.layers;
+  s.kv_bytes_per_token = 2 * 2 * ((s.layers - full) * s.kv_heads * s.head_dim + full * gkv * ghd);  // K, V; f16
+  if (auto moe = t.find("enable_moe_block"); moe != t.end() && moe->is_boolean() && moe->get<bool>()) {
+    const std::uint64_t experts = get(t, "num_experts", 0), top = get(t, "top_k_experts", 0),
+                        ffn = get(t, "moe_intermediate_size", 0);
+    const std::uint64_t per_expert = 3 * ffn * s.hidden;  // gate, up and down
+    s.routed_parameters = s.layers * experts * per_expert;
+    s.active_routed_parameters = s.layers * top * per_expert;
+    s.experts = fmt::format(
+        "{} routed (top {} per token) beside each layer's MLP, in {} layers; routed-expert "
+        "parameters {}, active {} per token",
+        experts, top, s.layers, s.routed_parameters, s.active_routed_parameters);
+  }
+}
+
 ModelSummary summarize_gguf(const std::string& path) {
   GgufFile f(path);
   const auto& h = f.header();
@@ -165,6 +199,7 @@ ModelSummary summarize_hf(const std::string& dir) {
   count_hybrid_layers(s, t);
   if (s.architecture == "nemotron_h") count_nemotron_layers(s, t);
   finish_kv(s);
+  if (s.architecture == "gemma4" || s.architecture == "gemma4_text") count_gemma4_layers(s, t);
   if (fs::exists(fs::path(dir) / "tokenizer.json")) s.tokenizer = "tokenizer.json";
   s.has_chat_template = fs::exists(fs::path(dir) / "chat_template.jinja");
   if (!s.has_chat_template && fs::exists(fs::path(dir) / "tokenizer_config.json")) {

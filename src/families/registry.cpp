@@ -6,6 +6,7 @@
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/gguf.h"
 #include "checkpoint/hf_checkpoint.h"
+#include "families/gemma4/gemma4.h"
 #include "families/llama/llama.h"
 #include "families/model.h"
 #include "families/nemotron_h/nemotron_h.h"
@@ -24,12 +25,16 @@ struct Family {
 
 // The one list of served architectures: load_model() dispatches on it, and `pull`, `serve REPO`, `models` and
 // `info` ask it (servable.h) before any weight is read or downloaded. A new family is one line here.
-constexpr std::array<Family, 4> kFamilies{{
+constexpr std::array<Family, 6> kFamilies{{
     {"llama", "llama", load_llama, "serves on MLX and CUDA"},
     {"qwen3_5", "qwen3_5", load_qwen3_5, "serves on MLX and CUDA, drafting from its MTP head where it has one"},
     {"qwen3_5_text", "qwen3_5", load_qwen3_5, "serves on MLX and CUDA, drafting from its MTP head where it has one"},
     {"nemotron_h", "nemotron_h", load_nemotron_h,
      "serves on MLX (not CUDA yet), drafting from its MTP head where it has one"},
+    {"gemma4", "gemma4", load_gemma4,
+     "serves Hugging Face safetensors on MLX (not mlx-community quants or CUDA yet); E2B/E4B refused"},
+    {"gemma4_text", "gemma4", load_gemma4,
+     "serves Hugging Face safetensors on MLX (not mlx-community quants or CUDA yet); E2B/E4B refused"},
 }};
 
 const Family* find_family(const std::string& architecture) {

@@ -482,6 +482,7 @@ class MlxBackend final : public Backend {
   }
 
   bool has_state_space() const override { return true; }
+  bool has_sliding_window() const override { return true; }
 
   std::unique_ptr<RecurrentState> new_mamba2_state(int layers, const Mamba2Spec& spec) override {
     if (spec.heads <= 0 || spec.groups <= 0 || spec.heads % spec.groups != 0 || spec.head_dim <= 0 ||

@@ -10,7 +10,7 @@ class Backend;
 // single-block layers from `layers_block_type` (or the legacy `hybrid_override_pattern` M * E -): Mamba-2
 // mixers, attention without RoPE, squared-ReLU MLPs and sigmoid-routed experts with a shared expert; plain
 // RMSNorms. Reads the Hugging Face layout (backbone.* or model.*, per-expert or stacked experts) and
-// mlx-community's (switch_mlp stacks), bf16/f16/f32 or MLX affine of any bits, mixed per module. The MTP head
-// is not read yet (no drafts from it).
+// mlx-community's (switch_mlp stacks), bf16/f16/f32 or MLX affine of any bits, mixed per module; the MTP head
+// (mtp.layers.N, Hugging Face checkpoints) as the model's draft head.
 std::unique_ptr<Model> load_nemotron_h(const std::string& path, bool is_gguf, Backend& backend);
 }  // namespace tf
