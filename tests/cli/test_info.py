@@ -346,7 +346,8 @@ def test_models_prints_a_table(tensorfold, tmp_path):
     assert rows[0][4] == "serves on MLX and CUDA"
     assert [r[4] for r in rows if r[1] == "qwen3_5"][0].startswith("serves on MLX")
     assert [r[4] for r in rows if r[1] == "nemotron_h"][0].startswith("serves on MLX (not CUDA yet)")
-    assert [r[4] for r in rows if r[1] == "gemma4"] == ["not supported yet"]
+    assert [r[4] for r in rows if r[1] == "gemma4"][0].startswith("serves Hugging Face safetensors on MLX")
+    assert [r[4] for r in rows if r[1] == "deepseek_v4"] == ["not supported yet"]
     assert f"model cache: {tmp_path / 'cache'}" in lines
 
 
