@@ -45,7 +45,8 @@ from transformers import Gemma4ForCausalLM, Gemma4TextConfig
 from transformers.models.gemma4 import modeling_gemma4 as mg
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_qwen3_5_tiny import f32list, tokenizer_files, write_common  # noqa: E402
+from make_nemotron_h_tiny import round_bf16_, run_golden  # noqa: E402  (the same golden recipe)
+from make_qwen3_5_tiny import tokenizer_files, write_common  # noqa: E402
 
 LAYER_TYPES = ["sliding_attention", "sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
                "full_attention"]
@@ -57,7 +58,6 @@ CONFIG = dict(
     max_position_embeddings=4096, tie_word_embeddings=True, rms_norm_eps=1e-6, pad_token_id=256, bos_token_id=256,
     eos_token_id=258)
 PROMPT_LENS = [5, 17, 40]
-GREEDY_STEPS = 16
 LOG = []
 
 
@@ -123,10 +123,6 @@ class F64Patches:
 
 # ----------------------------------------------------------------------------------------------------------------
 
-def round_bf16_(t):
-    return t.to(torch.bfloat16).to(t.dtype)
-
-
 def build_model():
     cfg = Gemma4TextConfig(**CONFIG)
     cfg._attn_implementation = "eager"
@@ -148,27 +144,6 @@ def build_model():
                 assert torch.isfinite(p).all(), name
                 p.copy_(round_bf16_(p))
     return model
-
-
-@torch.no_grad()
-def run_golden(model, prompts):
-    logits, greedy, gaps, top1 = [], [], [], []
-    for ids in prompts:
-        seq = list(ids)
-        g, gp, t1 = [], [], []
-        for step in range(GREEDY_STEPS):
-            lg = model(input_ids=torch.tensor([seq]), use_cache=False).logits[0]
-            if step == 0:
-                logits.append([f32list(lg[j].numpy()) for j in range(len(ids) - 3, len(ids))])
-            top = torch.topk(lg[-1], 2)
-            g.append(int(top.indices[0]))
-            gp.append(float(top.values[0] - top.values[1]))
-            t1.append(float(top.values[0]))
-            seq.append(g[-1])
-        greedy.append(g)
-        gaps.append(gp)
-        top1.append(t1)
-    return {"logits": logits, "greedy": greedy, "gaps": gaps, "top1_logit": top1}
 
 
 @torch.no_grad()

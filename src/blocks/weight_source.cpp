@@ -70,16 +70,10 @@ DeviceWeight WeightSource::vector(const std::string& name, std::int64_t n, bool 
   if (w.bits != 0 || w.rows * w.cols != n)
     fail("tensor '" + w.name + "' should be " + std::to_string(n) + " float values, is " + dims(w.rows, w.cols) +
          (w.bits != 0 ? " quantized" : ""));
-  auto values = to_f32(w);
+  auto floats = to_f32(w);
   if (plus_one)
-    for (auto& v : values) v = 1.0f + v;
-  w.rows = 1;
-  w.cols = n;
-  w.shape = {n};
-  w.dtype = HostDType::F32;
-  w.data.resize(values.size() * 4);
-  std::memcpy(w.data.data(), values.data(), w.data.size());
-  return upload(w, split);
+    for (auto& v : floats) v = 1.0f + v;
+  return values(w.name, floats, split);
 }
 
 DeviceWeight WeightSource::values(const std::string& what, const std::vector<float>& values, const WeightSplit& split) {

@@ -40,13 +40,6 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def serving_build(tensorfold):
-    """These checks run where a checkpoint loads: a build with a backend (the sanitizer build has none)."""
-    version = tensorfold("--version").stdout
-    if "mlx" not in version and "cuda" not in version:
-        pytest.skip("this build has no backend to load a checkpoint into")
-
 
 @pytest.mark.parametrize("edit,expected", [pytest.param(e, x, id=i) for i, e, x in CASES])
 def test_serve_refuses_what_gemma4_cannot_serve(edit, expected, tmp_path, tensorfold, serving_build):

@@ -71,13 +71,6 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def serving_build(tensorfold):
-    """These checks run where a checkpoint loads: a build with a backend (the sanitizer build has none)."""
-    version = tensorfold("--version").stdout
-    if "mlx" not in version and "cuda" not in version:
-        pytest.skip("this build has no backend to load a checkpoint into")
-
 
 @pytest.mark.parametrize("variant,edit,file,expected", [pytest.param(v, e, f, x, id=i) for i, v, e, f, x in CASES])
 def test_serve_refuses_a_malformed_nemotron_h_checkpoint(variant, edit, file, expected, tmp_path, tensorfold,

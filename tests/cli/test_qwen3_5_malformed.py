@@ -46,14 +46,6 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def serving_build(tensorfold):
-    """These checks run where a checkpoint loads: a build with a backend (the sanitizer build has none, and its
-    `serve` stops first at "this build has no MLX backend"; `make test` runs them with MLX)."""
-    version = tensorfold("--version").stdout
-    if "mlx" not in version and "cuda" not in version:
-        pytest.skip("this build has no backend to load a checkpoint into")
-
 
 @pytest.mark.parametrize("edit,file,expected", [pytest.param(e, f, x, id=i) for i, e, f, x in CASES])
 def test_serve_refuses_a_malformed_qwen3_5_checkpoint(edit, file, expected, tmp_path, tensorfold, serving_build):
