@@ -78,7 +78,8 @@ void TapeRunner::run(std::vector<Op>& tape, bool wait) {
                               .imma_scratch_alt = static_cast<char*>(imma_scratch_) + imma_scratch_bytes_,
                               .imma_scratch_bytes = imma_scratch_bytes_,
                               .prefill_scratch = prefill_scratch_,
-                              .prefill_scratch_bytes = prefill_scratch_bytes_};
+                              .prefill_scratch_bytes = prefill_scratch_bytes_,
+                              .prefill_x = prefill_x_};
   const std::vector<Launch> launches = build_launches(ops, fusion.steps, dref, buffers);
   // 4. run
   run_or_capture(ops, dref, launches, memory, use_graph);
