@@ -180,8 +180,7 @@ std::string startup_report(const ServeFlags& f, const std::string& path, const s
       "  caching   {}\n"
       "  serving   http://{}:{}/v1{}\n",
       kVersion, so.names.id, path, info.family, info.architecture, info.vocab, backend_line(engine),
-      engine.prompt_precision_summary(), info.weight_bytes,
-      mib(info.weight_bytes), engine.context_length(),
+      engine.prompt_precision_summary(), info.weight_bytes, mib(info.weight_bytes), engine.context_length(),
       f.max_tokens > 0 ? fmt::format("{} tokens", f.max_tokens) : std::string("the context end"), s.temperature,
       s.top_p, s.top_k, s.min_p, engine.drafting_summary(), engine.concurrency_summary(), engine.prompt_cache_summary(),
       url_host(f.host), srv.port(), extras);

@@ -216,14 +216,16 @@ std::string Engine::prompt_precision_summary() const {
                        backend_->name());
   const auto rows = backend_->invariant_rows();
   if (backend_->prompt_precision() == PromptPrecision::Full)
-    return fmt::format("full: prefill chunks (more than {} rows) multiply the exact weights by x to 16 significant "
-                       "bits (two bf16 terms, float32-close); --precision bf16, the default, takes one pass; decode "
-                       "and verify rows are the same in both",
-                       rows);
-  return fmt::format("bf16: prefill chunks (more than {} rows) multiply the exact weights by x rounded once to bf16, "
-                     "float32 accumulation, one tensor-core pass (--precision full: x to 16 significant bits, two "
-                     "passes); decode and verify rows are the same in both",
-                     rows);
+    return fmt::format(
+        "full: prefill chunks (more than {} rows) multiply the exact weights by x to 16 significant "
+        "bits (two bf16 terms, float32-close); --precision bf16, the default, takes one pass; decode "
+        "and verify rows are the same in both",
+        rows);
+  return fmt::format(
+      "bf16: prefill chunks (more than {} rows) multiply the exact weights by x rounded once to bf16, "
+      "float32 accumulation, one tensor-core pass (--precision full: x to 16 significant bits, two "
+      "passes); decode and verify rows are the same in both",
+      rows);
 }
 
 const ModelInfo& Engine::model_info() const { return model_->info(); }

@@ -296,18 +296,21 @@ void check_prefill_mma(PrefillX form) {
         worst_predicted = std::max(worst_predicted, std::sqrt(num / den));
       }
       EXPECT_TRUE(same_bits(got.data(), again.data(), got.size())) << name(c) << " rows " << rows << ": second run";
-      if (rows == 40) first40 = got;
-      else if (rows > 40)
+      if (rows == 40) {
+        first40 = got;
+      } else if (rows > 40) {
         EXPECT_TRUE(same_bits(first40.data(), got.data(), first40.size())) << name(c) << " rows " << rows << ": first 40";
+      }
     }
   }
   if (form == PrefillX::TwoTerms)
     std::printf("[ mma ] x as two terms: %d weight formats, worst relative error %.3g\n", cases, worst);
   else
-    std::printf("[ mma ] x as bf16: %d weight formats, worst relative error %.3g against float64 (random-sign "
-                "expectation at most %.3g), %.3g against float64 of the rounded x; worst |err| / sum|w x| %.3g "
-                "(bound 2^-8 = %.3g plus K 2^-23)\n",
-                cases, worst, worst_predicted, worst_rounded, worst_share, std::ldexp(1.0, -8));
+    std::printf(
+        "[ mma ] x as bf16: %d weight formats, worst relative error %.3g against float64 (random-sign "
+        "expectation at most %.3g), %.3g against float64 of the rounded x; worst |err| / sum|w x| %.3g "
+        "(bound 2^-8 = %.3g plus K 2^-23)\n",
+        cases, worst, worst_predicted, worst_rounded, worst_share, std::ldexp(1.0, -8));
   EXPECT_GE(cases, 20);
 }
 

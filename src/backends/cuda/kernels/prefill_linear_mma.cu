@@ -302,8 +302,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int i = 0; i < kMT; ++i)
 #pragma unroll
-          for (int j = 0; j < 4; ++j)
-            mma_bf16(d[i][j], al[i], bw[j >> 1][2 * (j & 1)], bw[j >> 1][2 * (j & 1) + 1]);
+          for (int j = 0; j < 4; ++j) mma_bf16(d[i][j], al[i], bw[j >> 1][2 * (j & 1)], bw[j >> 1][2 * (j & 1) + 1]);
       }
       // A group ends after this 16-code slice: total += b X + s D, D back to 0.
       const bool group_ends = GROUP == 32 ? (kk & 1) == 1 : kk == 3 && (GROUP == 64 || (step & 1) == 1);
@@ -405,8 +404,7 @@ template <int BITS, int GROUP, ElemType SE, bool TILED, bool TWO>
 void launch_gemm(const ScratchParts& p, std::int64_t M, const WeightView& w, float* y, std::int64_t y_stride,
                  cudaStream_t s) {
   auto* kernel = prefill_mma_kernel<BITS, GROUP, SE, TILED, TWO>;
-  raise_smem_limit<prefill_mma_kernel<BITS, GROUP, SE, TILED, TWO>>(static_cast<int>(kSmemBytes),
-                                                                    "prefill_linear_mma");
+  raise_smem_limit<prefill_mma_kernel<BITS, GROUP, SE, TILED, TWO>>(static_cast<int>(kSmemBytes), "prefill_linear_mma");
   const dim3 grid(static_cast<unsigned int>(ceil_div(M, kBM)), static_cast<unsigned int>(ceil_div(w.rows, kBN)));
   launch_pdl(kernel, grid, dim3(kThreads), kSmemBytes, s, p.xh, p.xl, p.xsum, M, w, y, y_stride);
 }

@@ -136,10 +136,9 @@ void launch_alone(const LaunchContext& c, const Step& st) {
   if (rows > cuda::kMaxDecodeRows && cuda::prefill_linear_mma_takes(w) &&
       scratch_bytes >= cuda::prefill_mma_scratch_bytes(rows, w.cols) && xs % 4 == 0 &&
       reinterpret_cast<std::uintptr_t>(x) % 16 == 0) {
-    c.launches.push_back(
-        {[=](cudaStream_t s) {
-          cuda::prefill_linear_mma(x, xs, rows, w, out, w.rows, scratch, scratch_bytes, x_terms, s);
-        }});
+    c.launches.push_back({[=](cudaStream_t s) {
+      cuda::prefill_linear_mma(x, xs, rows, w, out, w.rows, scratch, scratch_bytes, x_terms, s);
+    }});
     return;
   }
   if (rows > cuda::kMaxDecodeRows && cuda::prefill_linear_imma_takes(w) &&
