@@ -69,7 +69,7 @@ serve)
     kill $SPID; wait $SPID 2>/dev/null
     stamp "prompt cache equality, $mode"
     timeout 150 python3 bench/prompt_cache/equality.py --bin $B/tensorfold --model $M --serve-arg=--backend=cuda \
-      --serve-arg=--precision=$mode --cases 0.0,1.0,1.1 --turns 2 --workdir "$OUT/pc_$mode" >"$OUT/prompt_cache_$mode.log" 2>&1
+      --serve-arg=--precision=$mode --cases 0.0,0.1,0.2 --turns 3 --workdir "$OUT/pc_$mode" >"$OUT/prompt_cache_$mode.log" 2>&1
     echo "rc $?: $(tail -1 "$OUT/prompt_cache_$mode.log")"
   done
   stamp "qwen3_5 served (bf16): drafted == serial == concurrent"
