@@ -5,23 +5,29 @@
 # random-weight shapes, so no model file travels). Two calls, the second issued at once after the first:
 #   check, carry .cuda-carry/bin.tar.xz .cuda-carry/whl: the float64 reference of the bf16 mode
 #     (scripts/golden/make_qwen3_5_bf16x_goldens.py, into $OUT to be committed), the GEMM's kernel tests in both
-#     forms, the qwen3_5 goldens in both modes, and the prefill benchmarks in both modes (tf_cuda_bench
-#     --section prefill_gemm, then smollm2_shape and llama8b with --precision full and bf16: 2k-token prefill);
-#   serve (no carry): the unit, invariance and piece suites, the tiny qwen3_5 served (drafted == serial ==
-#     concurrent, the suite's pytest files; bf16), the startup report and /health in both modes, and prompt
-#     caching's cached == fresh on mlx-4bit in both modes.
-# Logs go to $OUT; a short table last.
+#     forms, the qwen3_5 goldens in both modes, the prefill benchmarks in both modes (tf_cuda_bench
+#     --section prefill_gemm, then smollm2_shape and llama8b with --precision full and bf16: 2k-token prefill),
+#     then, while time is left (CHECK_BUDGET_S, 470), the startup report and /health in both modes and prompt
+#     caching's cached == fresh on mlx-4bit in both modes;
+#   serve (no carry): the tiny qwen3_5 served (drafted == serial == concurrent, the suite's pytest file; bf16),
+#     and the unit, invariance and piece suites.
+# Logs: $OUT/logs-check.tgz and logs-serve.tgz; the new goldens: $OUT/VARIANT.golden_bf16x.json.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-OUT=${OUT:-$ROOT/precision-out}
-mkdir -p "$OUT"
+RESULTS=${OUT:-$ROOT/precision-out}
 W=/tmp/tfprec
-mkdir -p $W
+# Logs in $W/logs, packed into $RESULTS/logs-PHASE.tgz after every step (the device returns at most 8 files).
+OUT=$W/logs
+mkdir -p "$RESULTS" "$OUT"
 export LD_LIBRARY_PATH="$W/bin/lib:${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64"
 B=$W/bin
 T0=$(date +%s)
-stamp() { echo "== $1 ($(( $(date +%s) - T0 )) s)"; }
+stamp() {
+  tar -C "$OUT" -czf "$RESULTS/logs-${PHASE:-x}.tgz" . 2>/dev/null
+  echo "== $1 ($(( $(date +%s) - T0 )) s)"
+}
+PHASE=${1:-}
 
 case "${1:-}" in
 check)
@@ -31,7 +37,9 @@ check)
   stamp "golden_bf16x"
   timeout 240 python3 scripts/golden/make_qwen3_5_bf16x_goldens.py >"$OUT/bf16x_goldens.log" 2>&1
   echo "rc $?"; grep -E "linears rounded|Error|assert" "$OUT/bf16x_goldens.log"
-  for v in mlx-4bit mlx-mixed bonsai-2bit; do cp tests/goldens/qwen3_5/$v/golden_bf16x.json "$OUT/$v.golden_bf16x.json" 2>/dev/null; done
+  for v in mlx-4bit mlx-mixed bonsai-2bit; do
+    cp tests/goldens/qwen3_5/$v/golden_bf16x.json "$RESULTS/$v.golden_bf16x.json" 2>/dev/null
+  done
   stamp "GEMM kernel tests"
   timeout 300 $B/tf_cuda_tests --gtest_filter='CudaKernels.PrefillLinearMma*' >"$OUT/mma_tests.log" 2>&1
   echo "rc $?"; grep -E '^\[ mma|OK \]|FAILED|Failure|Expected|Which is' "$OUT/mma_tests.log" | head -20
@@ -52,14 +60,9 @@ check)
       grep -E "RESULT.*(prefill_2k|decode_tokens_per_s)" "$OUT/bench_${sec}_$mode.log"
     done
   done
-  stamp done
-  ;;
-serve)
-  [ -x $B/tensorfold ] || { echo "no binaries: run the check phase first on this machine"; exit 1; }
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/tf-site \
-    $W/whl/*.whl >/dev/null 2>&1 && export PYTHONPATH=/tmp/tf-site:${PYTHONPATH:-}
   M=tests/goldens/qwen3_5/mlx-4bit
   for mode in full bf16; do
+    [ $(( $(date +%s) - T0 )) -gt ${CHECK_BUDGET_S:-470} ] && { echo "== out of time: report, /health, cache equality skipped"; break; }
     stamp "report and /health, $mode"
     $B/tensorfold serve $M --backend cuda --port 18095 --precision $mode >"$OUT/serve_$mode.log" 2>&1 &
     SPID=$!
@@ -72,6 +75,12 @@ serve)
       --serve-arg=--precision=$mode --cases 0.0,0.1,0.2 --turns 3 --workdir "$OUT/pc_$mode" >"$OUT/prompt_cache_$mode.log" 2>&1
     echo "rc $?: $(tail -1 "$OUT/prompt_cache_$mode.log")"
   done
+  stamp done
+  ;;
+serve)
+  [ -x $B/tensorfold ] || { echo "no binaries: run the check phase first on this machine"; exit 1; }
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/tf-site \
+    $W/whl/*.whl >/dev/null 2>&1 && export PYTHONPATH=/tmp/tf-site:${PYTHONPATH:-}
   stamp "qwen3_5 served (bf16): drafted == serial == concurrent"
   TF_BUILD_DIR=$B TF_E2E_BACKEND=cuda timeout 240 python3 -m pytest -q -p no:cacheprovider -x \
     tests/e2e/test_qwen3_5_serving.py >"$OUT/qwen3_5_serving.log" 2>&1
