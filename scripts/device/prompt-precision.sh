@@ -55,7 +55,7 @@ check)
   for sec in smollm2_shape llama8b; do
     for mode in full bf16; do
       stamp "bench $sec $mode"
-      timeout 200 $B/bench/tf_cuda_bench --section $sec --precision $mode --json "$OUT/bench_${sec}_$mode.json" \
+      timeout 120 $B/bench/tf_cuda_bench --section $sec --precision $mode --json "$OUT/bench_${sec}_$mode.json" \
         >"$OUT/bench_${sec}_$mode.log" 2>&1
       grep -E "RESULT.*(prefill_2k|decode_tokens_per_s)" "$OUT/bench_${sec}_$mode.log"
     done
