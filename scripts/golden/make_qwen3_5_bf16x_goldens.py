@@ -101,7 +101,7 @@ def main():
         rm = mk.reference_model(base, ref)
         rounding = RoundPrefillInputs(rm, kind)
         with mk.F64Patches():
-            g = mk.run_golden(rm, exact["prompt_ids"])
+            g = mk.run_golden(rm, exact["prompt_ids"], check_prompt=-1)
         rounding.remove()
         worst = max(abs(a - b) for i in range(len(g["logits"])) for ra, rb in zip(g["logits"][i], exact["logits"][i])
                     for a, b in zip(ra, rb))
