@@ -10,9 +10,13 @@ affine codes of 2, 4 or 8 bits in groups of 32, 64 or 128, K a multiple of 64 an
 in groups of 32. Decode rows (the greedy continuation, one row a call) and the last rows' lm_head (the prompt's
 last 3 logits rows: 3 rows, the decode kernel) are not rounded. So this reference is golden_exact.json's model
 with exactly those inputs rounded: x -> float32 -> bf16, round to nearest even, in float64 otherwise. Its
-distance to golden_exact.json is the rounding's effect on these logits, propagated through the whole model in
-float64 instead of bounded by hand; tests/conformance/qwen3_5_golden_check.py takes it as the bf16 mode's
-bound against float64 (plus the float32 tolerance both modes share).
+distance E to golden_exact.json is the rounding's effect on these logits, propagated through the whole model
+in float64 instead of bounded by hand; tests/conformance/qwen3_5_golden_check.py allows the bf16 mode 2 E (+ the
+float32 tolerance) from golden_exact.json. Not a reference to match to float32 tolerance: rounding is
+discontinuous, and our float32 x and float64's x round apart now and then (checked on the H200: ours is
+0.84-4.1e-3 from this reference, 0.88-1.06 E from golden_exact.json).
+The full forward of one prompt is not compared with its cached decode here (run_golden's check_prompt): the
+full forward's many rows are rounded and the decode's single rows are not.
 
 Runs where make_qwen3_5_exact_goldens.py runs (transformers + torch; the CPU will do); the variants are rebuilt
 from the committed bf16-mtp weights and must equal the committed files byte for byte:
