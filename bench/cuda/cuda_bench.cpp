@@ -6,7 +6,7 @@
 //   our invariant decode matmul (4-bit g64 and dense bf16) against cuBLAS bf16 on the 8B linear stack;
 //   with --model PATH, decode speed of a real checkpoint through the llama family (the default model).
 // Prints "RESULT name value unit" lines and writes them as JSON to --json FILE.
-//   tf_cuda_bench [--model PATH] [--json FILE] [--quick]
+//   tf_cuda_bench [--model PATH] [--json FILE] [--quick] [--precision bf16|full]  (prompt rows' precision)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_profiler_api.h>
@@ -34,6 +34,14 @@
 #include "families/model.h"
 
 namespace {
+
+// --precision: how every backend made here multiplies prompt rows (backends/prompt_precision.h).
+tf::PromptPrecision g_prompt_precision = tf::PromptPrecision::Bf16;
+std::unique_ptr<tf::CudaBackend> new_backend() {
+  auto b = tf::make_cuda_backend();
+  b->set_prompt_precision(g_prompt_precision);
+  return b;
+}
 
 using tf::bench::ck;
 using tf::bench::copy_bandwidth;
@@ -344,7 +352,7 @@ void bench_matmul(tf::CudaBackend& be, double bw) {
 // A few decode steps between cudaProfilerStart/Stop, for `ncu --profile-from-start off` (per-kernel times).
 // Two forwards of `rows` tokens each (all rows' logits returned, as a verify window does) under the profiler.
 void bench_profile(const LlamaShape& shape, int rows = 1, std::int64_t ctx = 64) {
-  auto b = tf::make_cuda_backend();
+  auto b = new_backend();
   RandomLlama m(*b, shape, 21);
   auto kv = m.new_cache();
   m.forward(*kv, ids(ctx, shape.vocab, 4), 1);
@@ -364,7 +372,7 @@ void bench_profile(const LlamaShape& shape, int rows = 1, std::int64_t ctx = 64)
 
 // The same for the Qwen3.8-27B shape (4-bit g64): two windows of `rows` rows, rolled back after each.
 void bench_profile_qwen27b(int rows) {
-  auto b = tf::make_cuda_backend();
+  auto b = new_backend();
   tf::bench::RandomQwen35 m(*b, tf::bench::qwen27b_shape(), 17);
   auto st = m.new_stream();
   const auto prompt = ids(256, m.shape().vocab, 4);
@@ -639,13 +647,15 @@ int main(int argc, char** argv) {
       sections.push_back(argv[++i]);
     else if (a == "--quick")
       quick = true;
+    else if (a == "--precision" && i + 1 < argc && tf::parse_prompt_precision(argv[i + 1]))
+      g_prompt_precision = *tf::parse_prompt_precision(argv[++i]);
     else {
       std::fprintf(stderr,
                    "usage: tf_cuda_bench [--section "
                    "smollm2_shape|llama8b|class27b|qwen27b|verify27b|aggregate_smollm2|aggregate27b|aggregate_model|"
                    "matmul|model|profile_smollm2|profile_8b|profile_27b_1|profile_27b_8|qwen27b_2bit|qwen27b_tp2|"
                    "profile_qwen27b_1|profile_qwen27b_4|prefill_attention|prefill_gemm]... [--model PATH] "
-                   "[--json FILE] [--quick]\n");
+                   "[--json FILE] [--quick] [--precision bf16|full]\n");
       return 2;
     }
   }
@@ -654,10 +664,11 @@ int main(int argc, char** argv) {
     if (!model_path.empty()) sections.insert(sections.begin(), "model");
   }
   try {
-    auto be = tf::make_cuda_backend();
+    auto be = new_backend();
     cudaDeviceProp p{};
     ck(cudaGetDeviceProperties(&p, 0), "props");
-    std::printf("device: %s, %d SMs, L2 %d MB\n", p.name, p.multiProcessorCount, p.l2CacheSize >> 20);
+    std::printf("device: %s, %d SMs, L2 %d MB; prompt precision %s\n", p.name, p.multiProcessorCount,
+                p.l2CacheSize >> 20, tf::prompt_precision_name(g_prompt_precision));
     const double bw = copy_bandwidth(be->stream());
     result("copy_bandwidth", bw / 1e12, "TB/s");
     for (const auto& sec : sections) {
@@ -665,40 +676,40 @@ int main(int argc, char** argv) {
         if (model_path.empty()) throw std::runtime_error("--section model needs --model");
         bench_model(*be, model_path, bw);
       } else if (sec == "smollm2_shape") {
-        auto b = tf::make_cuda_backend();
+        auto b = new_backend();
         RandomLlama m(*b, smollm2_shape(), 11);
         bench_decode(*b, m, "smollm2_shape_random", 64, 256, bw, !quick);
         bench_verify(*b, m, "smollm2_shape_random", 256);
       } else if (sec == "llama8b") {
-        auto b = tf::make_cuda_backend();
+        auto b = new_backend();
         RandomLlama m(*b, llama8b_shape(), 12);
         bench_decode(*b, m, "llama8b_q4g64", 512, 128, bw, !quick);
       } else if (sec == "class27b") {
-        auto b = tf::make_cuda_backend();
+        auto b = new_backend();
         RandomLlama m(*b, class27b_shape(), 13);
         bench_decode(*b, m, "class27b_q4g64", 256, 64, bw, !quick);
       } else if (sec == "qwen27b_tp2") {
         tf::bench::bench_qwen27b_tp(bw, quick, 2);
       } else if (sec == "qwen27b" || sec == "qwen27b_2bit") {
-        auto b = tf::make_cuda_backend();
+        auto b = new_backend();
         if (sec == "qwen27b")
           bench_qwen27b(*b, bw, quick, 4, 64);
         else
           bench_qwen27b(*b, bw, quick, 2, 128);
       } else if (sec == "aggregate_smollm2") {
-        auto b = tf::make_cuda_backend();
+        auto b = new_backend();
         RandomLlama m(*b, smollm2_shape(), 11);
         bench_aggregate_random(m, "smollm2_shape_random");
       } else if (sec == "aggregate27b") {
-        auto b = tf::make_cuda_backend();
+        auto b = new_backend();
         RandomLlama m(*b, class27b_shape(), 13);
         bench_aggregate_random(m, "class27b_q4g64");
       } else if (sec == "aggregate_model") {
         if (model_path.empty()) throw std::runtime_error("--section aggregate_model needs --model");
-        auto b = tf::make_cuda_backend();
+        auto b = new_backend();
         bench_aggregate_model(*b, model_path);
       } else if (sec == "verify27b") {
-        auto b = tf::make_cuda_backend();
+        auto b = new_backend();
         RandomLlama m(*b, class27b_shape(), 13);
         bench_verify(*b, m, "class27b_q4g64", 256);
       } else if (sec == "profile_smollm2") {
@@ -712,10 +723,10 @@ int main(int argc, char** argv) {
       } else if (sec == "prefill_attention") {
         tf::bench::bench_prefill_attention();
       } else if (sec == "prefill_gemm") {
-        auto b = tf::make_cuda_backend();
+        auto b = new_backend();
         tf::bench::bench_prefill_gemm(*b);
       } else if (sec == "matmul") {
-        auto b = tf::make_cuda_backend();
+        auto b = new_backend();
         bench_matmul(*b, bw);
       } else {
         throw std::runtime_error("unknown section " + sec);

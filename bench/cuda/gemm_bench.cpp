@@ -1,7 +1,8 @@
 // `tf_cuda_bench --section prefill_gemm`: the prefill GEMM alone (issue 32) against cuBLAS on the same shapes,
 // to know how far from the tensor cores' reach our prefill is. One layer of llama-3-8B's linears (q, k, v,
 // o, gate, up, down; 4-bit g64 codes, the integer kernel's weights) at M = 512 rows (a prefill chunk) and
-// M = 2048: ours (prefill_linear_mma, the bf16 GEMM over the codes; and the integer prefill_linear_imma, or
+// M = 2048: ours (prefill_linear_mma, the bf16 GEMM over the codes, with x as one bf16 term (the default prompt
+// precision) and as two (--precision full); and the integer prefill_linear_imma, or
 // prefill_linear where the integer kernel does not take a weight) against cuBLAS bf16 x bf16 -> f32 on dense
 // bf16 weights of the same shapes (2x our weight bytes, tensor-core peak ~990 TFLOPS dense on the H200).
 // TFLOPS count 2 * M * N * K.
@@ -48,9 +49,11 @@ void bench_prefill_gemm(CudaBackend& be) {
   if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate");
   cublasSetStream(h, s);
   for (const std::int64_t rows : {std::int64_t{512}, max_rows}) {
-    const auto ours_mma = [&] {
-      for (const auto& w : q4)
-        cuda::prefill_linear_mma(x, w.cols, rows, be.weight_view(w), y, w.rows, scratch, scratch_bytes, s);
+    const auto mma = [&](cuda::PrefillX form) {
+      return [&, form] {
+        for (const auto& w : q4)
+          cuda::prefill_linear_mma(x, w.cols, rows, be.weight_view(w), y, w.rows, scratch, scratch_bytes, form, s);
+      };
     };
     const auto ours = [&] {
       for (const auto& w : q4) {
@@ -66,11 +69,15 @@ void bench_prefill_gemm(CudaBackend& be) {
     };
     const std::string tag = "prefill_gemm.llama8b_layer_rows" + std::to_string(rows);
     const double flops = flops_per_row * static_cast<double>(rows);
-    const double ms_mma = time_ms(s, 2, 7, ours_mma), ms_ours = time_ms(s, 2, 7, ours),
+    const double ms_mma = time_ms(s, 2, 7, mma(cuda::PrefillX::Bf16)),
+                 ms_full = time_ms(s, 2, 7, mma(cuda::PrefillX::TwoTerms)), ms_ours = time_ms(s, 2, 7, ours),
                  ms_cublas = time_ms(s, 2, 7, cublas);
-    result(tag + ".bf16_mma_q4g64_ms", ms_mma, "ms");
-    result(tag + ".bf16_mma_q4g64_tflops", flops / (ms_mma * 1e9), "TFLOPS");
-    result(tag + ".bf16_mma_over_cublas", ms_mma / ms_cublas, "x");
+    result(tag + ".mma_bf16x_q4g64_ms", ms_mma, "ms");
+    result(tag + ".mma_bf16x_q4g64_tflops", flops / (ms_mma * 1e9), "TFLOPS");
+    result(tag + ".mma_bf16x_over_cublas", ms_mma / ms_cublas, "x");
+    result(tag + ".mma_fullx_q4g64_ms", ms_full, "ms");
+    result(tag + ".mma_fullx_q4g64_tflops", flops / (ms_full * 1e9), "TFLOPS");
+    result(tag + ".mma_fullx_over_cublas", ms_full / ms_cublas, "x");
     result(tag + ".ours_q4g64_ms", ms_ours, "ms");
     result(tag + ".ours_q4g64_tflops", flops / (ms_ours * 1e9), "TFLOPS");
     result(tag + ".cublas_bf16_ms", ms_cublas, "ms");

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/prompt_precision.h"
 #include "backends/state_image.h"
 #include "backends/token_choice.h"
 #include "checkpoint/host_weight.h"
@@ -273,6 +274,13 @@ class Backend {
   // Calls with at most this many rows compute every row with the same bits whatever the rows beside it
   // (decode and verify kernels; longer calls may take faster prefill paths). 1: no such guarantee.
   virtual std::int64_t invariant_rows() const { return 1; }
+  // Whether this backend has a prompt path whose precision set_prompt_precision() chooses (prompt_precision.h),
+  // and which is in force; a backend without one computes prompt rows as it always does.
+  virtual bool has_prompt_precision() const { return false; }
+  virtual void set_prompt_precision(PromptPrecision /*p*/) {
+    throw std::logic_error("set_prompt_precision: this backend has no prompt path to choose");
+  }
+  virtual PromptPrecision prompt_precision() const { return PromptPrecision::Full; }
   // The last `n` rows of x.
   virtual Tensor last_rows(const Tensor& x, std::int64_t n) = 0;
   // Evaluates x and copies it to the host as float32, row-major.

@@ -62,6 +62,7 @@ struct ServeFlags {
   double prompt_cache_gib = -1.0;  // negative: auto
   std::string snapshot_dir;        // "": the default under the cache directory
   double max_snapshot_gib = 8.0;
+  std::string precision;  // "": the backend's default (CUDA: bf16)
 };
 
 // --parallel: "auto" (0 for the engine) or a count of streams.
@@ -170,6 +171,7 @@ std::string startup_report(const ServeFlags& f, const std::string& path, const s
       "  model     {} ({})\n"
       "  family    {} (architecture {}, vocabulary {})\n"
       "  backend   {}\n"
+      "  prompts   {}\n"
       "  weights   {} bytes ({})\n"
       "  context   {} tokens; a reply without max_tokens stops after {}\n"
       "  sampling  temperature {}, top_p {}, top_k {}, min_p {} (checkpoint defaults, then flags)\n"
@@ -177,8 +179,8 @@ std::string startup_report(const ServeFlags& f, const std::string& path, const s
       "  streams   {}\n"
       "  caching   {}\n"
       "  serving   http://{}:{}/v1{}\n",
-      kVersion, so.names.id, path, info.family, info.architecture, info.vocab, backend_line(engine), info.weight_bytes,
-      mib(info.weight_bytes), engine.context_length(),
+      kVersion, so.names.id, path, info.family, info.architecture, info.vocab, backend_line(engine),
+      engine.prompt_precision_summary(), info.weight_bytes, mib(info.weight_bytes), engine.context_length(),
       f.max_tokens > 0 ? fmt::format("{} tokens", f.max_tokens) : std::string("the context end"), s.temperature,
       s.top_p, s.top_k, s.min_p, engine.drafting_summary(), engine.concurrency_summary(), engine.prompt_cache_summary(),
       url_host(f.host), srv.port(), extras);
@@ -243,6 +245,7 @@ int run_serve(const ServeFlags& f) {
   eo.prompt_cache_gib = f.prompt_cache_gib;
   eo.snapshot_dir = f.snapshot_dir;
   eo.max_snapshot_gib = f.max_snapshot_gib;
+  if (!f.precision.empty()) eo.prompt_precision = parse_prompt_precision(f.precision);
   std::unique_ptr<Engine> engine;
   try {
     engine = std::make_unique<Engine>(eo);
@@ -370,6 +373,11 @@ Command add_serve_command(CLI::App& app) {
                   "Disk the snapshot directory may hold; the least recently used snapshots go first")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1048576.0));
+  sub->add_option("--precision", f->precision,
+                  "How CUDA multiplies prompt rows (prefill chunks) by the weights: bf16 (the default: x rounded "
+                  "once to bf16, float32 accumulation, one tensor-core pass) or full (x to 16 significant bits, "
+                  "two passes, float32-close). Decode and verify rows are the same in both")
+      ->check(CLI::IsMember({"bf16", "full"}));
   sub->add_flag("--no-drafts", f->no_drafts, "Decode serially: never draft (same output, bit for bit)");
   sub->add_option("--chat-template", f->chat_template, "Jinja chat template file replacing the checkpoint's")
       ->check(CLI::ExistingFile);

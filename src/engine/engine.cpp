@@ -76,6 +76,11 @@ class TokenizerText final : public TokenText {
 Engine::Engine(const EngineOptions& o) {
   backend_ = make_backend(o.backend, o.tp);
   tp_ = o.tp;
+  if (backend_->has_prompt_precision())
+    backend_->set_prompt_precision(o.prompt_precision.value_or(PromptPrecision::Bf16));
+  else if (o.prompt_precision)
+    throw std::runtime_error("--precision chooses how CUDA computes prompt rows; the " + backend_->name() +
+                             " backend has no such choice");
   model_ = load_model(o.model_path, *backend_);
   tokenizer_ = std::make_unique<Tokenizer>(load_tokenizer(o.model_path));
   load_chat_template(o);
@@ -201,6 +206,28 @@ std::string Engine::concurrency_summary() const {
       std::min(m.max_tokens_alone(), context_));
 }
 
+std::string Engine::prompt_precision() const {
+  return backend_->has_prompt_precision() ? prompt_precision_name(backend_->prompt_precision()) : "";
+}
+
+std::string Engine::prompt_precision_summary() const {
+  if (!backend_->has_prompt_precision())
+    return fmt::format("the {} backend's own arithmetic, as for decode rows (--precision is a CUDA setting)",
+                       backend_->name());
+  const auto rows = backend_->invariant_rows();
+  if (backend_->prompt_precision() == PromptPrecision::Full)
+    return fmt::format(
+        "full: prefill chunks (more than {} rows) multiply the exact weights by x to 16 significant "
+        "bits (two bf16 terms, float32-close); --precision bf16, the default, takes one pass; decode "
+        "and verify rows are the same in both",
+        rows);
+  return fmt::format(
+      "bf16: prefill chunks (more than {} rows) multiply the exact weights by x rounded once to bf16, "
+      "float32 accumulation, one tensor-core pass (--precision full: x to 16 significant bits, two "
+      "passes); decode and verify rows are the same in both",
+      rows);
+}
+
 const ModelInfo& Engine::model_info() const { return model_->info(); }
 std::string Engine::backend_name() const { return backend_->name(); }
 const Tokenizer& Engine::tokenizer() const { return *tokenizer_; }
@@ -255,6 +282,7 @@ EngineStats Engine::stats() const {
     s.snapshots_refused = c.disk_refused;
   }
   s.drafter = max_drafts_ > 0 ? drafter_ : "none";
+  s.prompt_precision = prompt_precision();
   return s;
 }
 

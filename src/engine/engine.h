@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "backends/prompt_precision.h"
 #include "engine/engine_stats.h"
 #include "engine/generation.h"
 #include "engine/grammar_constraint.h"
@@ -54,6 +55,9 @@ struct EngineOptions {
   double prompt_cache_gib = -1.0;
   std::string snapshot_dir;
   double max_snapshot_gib = 8.0;
+  // Prompt rows' precision (backends/prompt_precision.h) where the backend has a prompt path of its own (CUDA):
+  // unset, bf16 there; set on a backend without one, an error.
+  std::optional<PromptPrecision> prompt_precision;
 };
 
 class Engine {
@@ -74,6 +78,9 @@ class Engine {
   int max_drafts() const { return max_drafts_; }
   const RowCheckReport& row_check() const { return row_check_; }
   std::string drafting_summary() const;
+  // The prompt precision in force, or "" where the backend has no choice; and the startup report's line.
+  std::string prompt_precision() const;
+  std::string prompt_precision_summary() const;
 
   // Renders the chat template (ChatInput from text/template/chat_template.h; OpenAI-style tool-call
   // arguments strings are parsed as transformers expects); throws TemplateError, a client error.

@@ -92,6 +92,9 @@ std::string Engine::state_identity(const std::string& model_path, const ChunkPla
                        {"dtype", "f32"},
                        {"state_bytes_per_token", info.state_bytes_per_token},
                        {"state_bytes_per_stream", info.state_bytes_per_stream}};
+  // Prompt rows' bits depend on it (the kernels' hash below sees it too where the short prefill reaches a weight
+  // the prefill GEMM takes; this says it for every model).
+  if (backend_->has_prompt_precision()) id["prompt_precision"] = prompt_precision();
 #ifdef TENSORFOLD_HAVE_MLX
   if (backend_->name() == "mlx") id["runtime"] = mlx_runtime_version();
 #endif
@@ -143,6 +146,9 @@ void Engine::open_prompt_cache(const EngineOptions& o, MemoryPlan& memory, const
       // one model on one and on two ranks, served in turn do not refuse (and remove) each other's snapshots.
       auto name = fs::path(o.model_path).filename().string();
       if (tp_ > 1) name += "-tp" + std::to_string(tp_);
+      // --precision full's snapshots apart from the default's, likewise (their prompt rows differ).
+      if (backend_->has_prompt_precision() && backend_->prompt_precision() != PromptPrecision::Bf16)
+        name += "-" + prompt_precision();
       pc.snapshot_dir =
           (fs::path(default_snapshot_root()) /
            fmt::format("{}-{:08x}", name,

@@ -11,6 +11,7 @@ struct EngineStats {
   std::int64_t requests_total = 0, prompt_tokens_total = 0, completion_tokens_total = 0;
   std::int64_t drafted_total = 0, accepted_total = 0, rounds_total = 0;
   std::string drafter = "none";  // what drafts serve: "none", "copies" (context copies) or "mtp" (the MTP head)
+  std::string prompt_precision;  // "bf16" or "full" (backends/prompt_precision.h); "": the backend has no choice
   bool busy = false;
   std::int64_t requests_running = 0;  // admitted: prefilling or decoding
   std::int64_t requests_waiting = 0;  // in the admission queue

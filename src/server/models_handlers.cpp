@@ -44,6 +44,7 @@ void handle_health(ApiContext& ctx, const httplib::Request&, httplib::Response& 
     body["accepted_total"] = s.accepted_total;
     body["rounds_total"] = s.rounds_total;
     body["drafter"] = s.drafter;
+    if (!s.prompt_precision.empty()) body["prompt_precision"] = s.prompt_precision;
     body["cached_tokens_total"] = s.prefix_cache_hit_tokens;
     if (s.prompt_cache)
       body["prompt_cache"] = {{"queries", s.prefix_cache_queries},           {"hits", s.prefix_cache_hits},

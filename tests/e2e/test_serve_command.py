@@ -3,6 +3,7 @@ startup report, template errors, and a clean stop on SIGTERM."""
 
 from __future__ import annotations
 
+import os
 import re
 
 import openai
@@ -42,6 +43,36 @@ def test_startup_report(custom):
     assert re.search(r"^\s*context\s+256 tokens", report, re.M), report
     assert re.search(r"temperature 0\b", report), report
     assert f"http://127.0.0.1:{custom.port}/v1" in report
+
+
+def test_report_and_health_say_the_prompt_precision(custom):
+    backend = re.search(r"^\s*backend\s+(\S+)", custom.report, re.M).group(1)
+    line = re.search(r"^\s*prompts\s+(.*)$", custom.report, re.M)
+    assert line, custom.report
+    health = custom.raw("GET", "/health", auth=False).json()
+    if backend == "cuda":  # the default: x rounded once to bf16 on prefill chunks
+        assert line.group(1).startswith("bf16: "), line.group(1)
+        assert health["prompt_precision"] == "bf16"
+    else:
+        assert "--precision is a CUDA setting" in line.group(1), line.group(1)
+        assert "prompt_precision" not in health
+
+
+def test_precision_full(tensorfold, tensorfold_bin, default_model_path, tmp_path):
+    """CUDA serves --precision full and says so; a backend without the choice refuses the flag in one line."""
+    probe = tensorfold("serve", default_model_path, "--port", "0", "--precision", "fp8")
+    assert probe.returncode != 0 and "--precision" in probe.stderr
+    if os.environ.get("TF_E2E_BACKEND") == "cuda":
+        srv = start_serve(tensorfold_bin, default_model_path, ["--precision", "full"], tmp_path)
+        try:
+            assert re.search(r"^\s*prompts\s+full: ", srv.report, re.M), srv.report
+            assert srv.raw("GET", "/health", auth=False).json()["prompt_precision"] == "full"
+        finally:
+            srv.stop()
+    else:
+        r = tensorfold("serve", default_model_path, "--port", "0", "--precision", "full", "--backend", "mlx")
+        assert r.returncode == 1
+        assert "--precision chooses how CUDA computes prompt rows" in r.stderr, r.stderr
 
 
 def test_name_and_context(custom):

@@ -95,6 +95,13 @@ int main(int argc, char** argv) {
     std::unique_ptr<tf::Backend> backend;
     if (tp > 1) backend = tf::make_backend("auto", tp);
     else backend = TF_MAKE_BACKEND();
+    // TF_PROMPT_PRECISION=bf16|full: prompt rows' precision where the backend has a choice (CUDA; unset: its
+    // default, bf16). The golden checks run in each mode.
+    if (const char* pp = std::getenv("TF_PROMPT_PRECISION"); pp != nullptr && *pp != '\0') {
+      const auto p = tf::parse_prompt_precision(pp);
+      if (!p) throw std::runtime_error(std::string("TF_PROMPT_PRECISION: bf16 or full, not ") + pp);
+      if (backend->has_prompt_precision()) backend->set_prompt_precision(*p);
+    }
     auto model = tf::load_model(argv[1], *backend);
     std::ifstream in(argv[2]);
     const auto golden = nlohmann::json::parse(in);

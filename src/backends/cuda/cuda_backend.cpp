@@ -356,6 +356,17 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   std::int64_t invariant_rows() const override { return cuda::kMaxDecodeRows; }
+  // Prompt rows (more than kMaxDecodeRows) on the bf16 prefill GEMM: x as one bf16 term or two. Ops already
+  // recorded run in the mode they were recorded in.
+  bool has_prompt_precision() const override { return true; }
+  void set_prompt_precision(PromptPrecision p) override {
+    use_device();
+    flush();
+    runner_->set_prefill_x(p == PromptPrecision::Full ? cuda::PrefillX::TwoTerms : cuda::PrefillX::Bf16);
+  }
+  PromptPrecision prompt_precision() const override {
+    return runner_->prefill_x() == cuda::PrefillX::TwoTerms ? PromptPrecision::Full : PromptPrecision::Bf16;
+  }
 
   Tensor last_rows(const Tensor& x, std::int64_t n) override {
     use_device();

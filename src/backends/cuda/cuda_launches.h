@@ -49,6 +49,7 @@ struct LaunchBuffers {
   std::size_t imma_scratch_bytes = 0;
   void* prefill_scratch = nullptr;  // the prefill GEMMs' x terms (cuda::prefill_linear_mma, prefill_linear_imma)
   std::size_t prefill_scratch_bytes = 0;
+  cuda::PrefillX prefill_x = cuda::PrefillX::Bf16;  // which terms prefill_linear_mma writes there (prompt precision)
 };
 
 // What the runner's buffers must hold for a tape's launches (TapeRunner::reserve_launch_buffers), gathered

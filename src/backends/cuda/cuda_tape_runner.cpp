@@ -73,12 +73,14 @@ void TapeRunner::run(std::vector<Op>& tape, bool wait) {
   // 3. dyn block layout and launches.
   const std::vector<DynRefs> dref = build_dyn(ops);
   reserve_launch_buffers(ops);
-  const LaunchBuffers buffers{.dyn_dev = dyn_dev_, .attn_work = attn_work_,
+  const LaunchBuffers buffers{.dyn_dev = dyn_dev_,
+                              .attn_work = attn_work_,
                               .imma_scratch = imma_scratch_,
                               .imma_scratch_alt = static_cast<char*>(imma_scratch_) + imma_scratch_bytes_,
                               .imma_scratch_bytes = imma_scratch_bytes_,
                               .prefill_scratch = prefill_scratch_,
-                              .prefill_scratch_bytes = prefill_scratch_bytes_};
+                              .prefill_scratch_bytes = prefill_scratch_bytes_,
+                              .prefill_x = prefill_x_};
   const std::vector<Launch> launches = build_launches(ops, fusion.steps, dref, buffers);
   // 4. run
   run_or_capture(ops, dref, launches, memory, use_graph);

@@ -37,6 +37,9 @@ class TapeRunner {
   void end_step();
   // Graphs on (the default) replays a captured graph for every decode tape seen before.
   void set_graphs(bool on) { graphs_ = on; }
+  // How the prefill GEMM takes x (tf::PromptPrecision; decode tapes never read it).
+  void set_prefill_x(cuda::PrefillX x) { prefill_x_ = x; }
+  cuda::PrefillX prefill_x() const { return prefill_x_; }
   const CudaBackendStats& stats() const { return stats_; }
   // Grows the integer matmul's scratch to `need` bytes when it is smaller (DecodeLinearArgs::imma_scratch).
   void reserve_imma_scratch(std::size_t need);
@@ -87,6 +90,7 @@ class TapeRunner {
   cudaStream_t stream_ = nullptr;
   std::shared_ptr<Pool> pool_;
   bool graphs_ = true;
+  cuda::PrefillX prefill_x_ = cuda::PrefillX::Bf16;
   // RMSNorm fused into the next decode matmul (one launch less per norm); TF_CUDA_FUSE_NORM=0 turns it off
   // for A/B measurements (docs/benchmarks.md).
   bool fuse_norm_ = [] {

@@ -227,6 +227,12 @@ class TpBackend final : public Backend {
     for (const auto& b : ranks_) n = std::min(n, b->invariant_rows());
     return n;
   }
+  // Every rank computes its part of a prompt row the same way (set before the ranks run anything).
+  bool has_prompt_precision() const override { return ranks_.front()->has_prompt_precision(); }
+  void set_prompt_precision(PromptPrecision p) override {
+    for (auto& b : ranks_) b->set_prompt_precision(p);
+  }
+  PromptPrecision prompt_precision() const override { return ranks_.front()->prompt_precision(); }
   Tensor last_rows(const Tensor& x, std::int64_t n) override {
     return each(shards(x).divided, {x}, [n](Backend& b, std::size_t, const Ins& in) { return b.last_rows(in[0], n); });
   }

@@ -217,14 +217,29 @@ TEST(CudaKernels, PrefillLinearImmaEqualsDecodeBitwise) {
   EXPECT_GE(cases, 4);
 }
 
-// The bf16 prefill GEMM (x as two bf16 terms, codes as bf16 integers, scale and bias once a group): within
-// the tiled kernels' tolerance of float64; a second run gives the same bits (the prompt cache's chunk grid
-// needs a chunk's result to be a pure function of its inputs); and a row's result depends on that row alone
-// (the first 40 rows of a 200-row call equal a 40-row call's, bit for bit).
-TEST(CudaKernels, PrefillLinearMmaMatchesFloat64AndRepeats) {
-  TF_NEED_GPU();
+// The bf16 prefill GEMM (codes as bf16 integers, scale and bias once a group), in both forms of x (the prompt
+// precision): a second run gives the same bits (the prompt cache's chunk grid needs a chunk's result to be a
+// pure function of its inputs), and a row's result depends on that row alone (the first 40 rows of a 200-row
+// call equal a 40-row call's, bit for bit).
+// TwoTerms (--precision full): x to 16 significant bits, within the tiled kernels' tolerance of float64.
+// Bf16 (the default): x rounded once to bf16. Its bound is derived, not picked:
+//  - the function: within the same float32 tolerance of float64's sum_k w x~ (x~ = bf16(x), rounded to nearest
+//    even on the host), so the kernel computes exactly "x rounded once, exact weights" up to accumulation;
+//  - the rounding: |x~ - x| <= 2^-8 |x| (8 significant bits), so every output is within
+//    2^-8 A + K 2^-23 A of float64's exact sum_k w x, A = sum_k |w x| (the second term: float32 accumulation
+//    of K terms, each add off by at most 2^-23 of a partial sum <= A, whatever rounding the tensor cores use).
+//    Its norm-wise error is printed beside the expectation for rounding errors of random sign:
+//    sqrt(sum_n sum_k w^2 x^2 E[(dx/x)^2]) / ||y||, with E[(dx/x)^2] = 2^-16 / 3 * E[1/m^2] (m the significand,
+//    ~0.541 for log-uniform m): 0.42 * 2^-8 = 1.66e-3 of the products' RMS.
+std::vector<double> ref_linear_bf16_x(const std::vector<float>& x, std::int64_t rows, const HostW& w) {
+  std::vector<float> xr(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) xr[i] = bf16_to_f32(f32_to_bf16(x[i]));
+  return ref_linear(xr, rows, w);
+}
+
+void check_prefill_mma(PrefillX form) {
   int cases = 0;
-  double worst = 0.0;
+  double worst = 0.0, worst_rounded = 0.0, worst_share = 0.0, worst_predicted = 0.0;
   for (const auto& c : linear_cases()) {
     const HostW hw = make_weight(c.n, c.k, c.bits, c.group, c.dtype);
     DevW dw(hw);
@@ -239,21 +254,74 @@ TEST(CudaKernels, PrefillLinearMmaMatchesFloat64AndRepeats) {
       dy2.poison();
       const std::size_t scratch = prefill_mma_scratch_bytes(rows, c.k);
       DevBuf<std::uint8_t> sb(scratch);
-      prefill_linear_mma(dx.p, c.k, rows, dw.view, dy.p, c.n, sb.p, scratch, nullptr);
-      prefill_linear_mma(dx.p, c.k, rows, dw.view, dy2.p, c.n, sb.p, scratch, nullptr);
+      prefill_linear_mma(dx.p, c.k, rows, dw.view, dy.p, c.n, sb.p, scratch, form, nullptr);
+      prefill_linear_mma(dx.p, c.k, rows, dw.view, dy2.p, c.n, sb.p, scratch, form, nullptr);
       const auto got = dy.download(), again = dy2.download();
       const std::vector<float> xr(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(rows) * c.k);
-      const double e = rel_err(got, ref_linear(xr, rows, hw));
+      const auto ref = ref_linear(xr, rows, hw);
+      const double e = rel_err(got, ref);
       worst = std::max(worst, e);
-      EXPECT_LT(e, kTiledTol) << name(c) << " rows " << rows;
+      if (form == PrefillX::TwoTerms) {
+        EXPECT_LT(e, kTiledTol) << name(c) << " rows " << rows;
+      } else {
+        // The first `checked` rows (all but in the largest cases, whose host references take seconds a row).
+        const std::int64_t checked = std::min<std::int64_t>(rows, std::max<std::int64_t>(4, 400000000 / (c.n * c.k)));
+        const std::vector<float> got_c(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(checked * c.n));
+        const std::vector<float> x_c(xr.begin(), xr.begin() + static_cast<std::ptrdiff_t>(checked * c.k));
+        const double er = rel_err(got_c, ref_linear_bf16_x(x_c, checked, hw));
+        worst_rounded = std::max(worst_rounded, er);
+        EXPECT_LT(er, kTiledTol) << name(c) << " rows " << rows << ": against float64 of the rounded x";
+        // The element-wise bound, and the error of random sign it should be near.
+        double share = 0.0, num = 0.0, den = 0.0;
+        std::int64_t over = 0;
+        for (std::int64_t r = 0; r < checked; ++r)
+          for (std::int64_t n = 0; n < c.n; ++n) {
+            double a = 0.0, sq = 0.0;
+            for (std::int64_t k = 0; k < c.k; ++k) {
+              const double p = static_cast<double>(xr[static_cast<std::size_t>(r * c.k + k)]) *
+                               hw.values[static_cast<std::size_t>(n * c.k + k)];
+              a += std::abs(p);
+              sq += p * p;
+            }
+            const auto o = static_cast<std::size_t>(r * c.n + n);
+            const double d = std::abs(static_cast<double>(got[o]) - ref[o]);
+            const double bound = (std::ldexp(1.0, -8) + static_cast<double>(c.k) * std::ldexp(1.0, -23)) * a;
+            if (!(d <= bound)) ++over;
+            share = std::max(share, d / std::max(a, 1e-300));
+            num += sq * 0.541 * std::ldexp(1.0, -16) / 3.0;
+            den += ref[o] * ref[o];
+          }
+        EXPECT_EQ(over, 0) << name(c) << " rows " << rows << ": outputs past 2^-8 A + K 2^-23 A";
+        worst_share = std::max(worst_share, share);
+        worst_predicted = std::max(worst_predicted, std::sqrt(num / den));
+      }
       EXPECT_TRUE(same_bits(got.data(), again.data(), got.size())) << name(c) << " rows " << rows << ": second run";
-      if (rows == 40) first40 = got;
-      else if (rows > 40)
+      if (rows == 40) {
+        first40 = got;
+      } else if (rows > 40) {
         EXPECT_TRUE(same_bits(first40.data(), got.data(), first40.size())) << name(c) << " rows " << rows << ": first 40";
+      }
     }
   }
-  std::printf("[ mma ] %d weight formats, worst relative error %.3g\n", cases, worst);
+  if (form == PrefillX::TwoTerms)
+    std::printf("[ mma ] x as two terms: %d weight formats, worst relative error %.3g\n", cases, worst);
+  else
+    std::printf(
+        "[ mma ] x as bf16: %d weight formats, worst relative error %.3g against float64 (random-sign "
+        "expectation at most %.3g), %.3g against float64 of the rounded x; worst |err| / sum|w x| %.3g "
+        "(bound 2^-8 = %.3g plus K 2^-23)\n",
+        cases, worst, worst_predicted, worst_rounded, worst_share, std::ldexp(1.0, -8));
   EXPECT_GE(cases, 20);
+}
+
+TEST(CudaKernels, PrefillLinearMmaTwoTermsMatchesFloat64AndRepeats) {
+  TF_NEED_GPU();
+  check_prefill_mma(PrefillX::TwoTerms);
+}
+
+TEST(CudaKernels, PrefillLinearMmaBf16WithinItsBoundAndRepeats) {
+  TF_NEED_GPU();
+  check_prefill_mma(PrefillX::Bf16);
 }
 
 TEST(CudaKernels, RmsNormWithResidual) {

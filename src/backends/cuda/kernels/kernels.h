@@ -138,13 +138,17 @@ int decode_linear_threads(const WeightView& w);
 void prefill_linear(const float* x, std::int64_t x_stride, std::int64_t rows, const WeightView& w, float* y,
                     std::int64_t y_stride, cudaStream_t s);
 // The prefill GEMM on the bf16 tensor cores (prefill_linear_mma.cu) for affine 2/4/8-bit weights (groups of
-// 32/64/128, K a multiple of 64): x split into bf16 hi + lo terms and each group's sum (in `scratch`,
+// 32/64/128, K a multiple of 64): x as bf16 terms and each group's sum of them (in `scratch`,
 // prefill_mma_scratch_bytes), the codes as bf16 integers, scale and bias once a group in float32. The first
 // choice for prefill rows; TF_CUDA_PREFILL_MMA=0 leaves them to the kernels below (A/B runs).
+// Bf16: one term, x rounded once to bf16 (one tensor-core pass); TwoTerms: hi = bf16(x) and lo = bf16(x - hi),
+// 16 significant bits (two passes). tf::PromptPrecision's Bf16 and Full (backends/prompt_precision.h).
+enum class PrefillX { Bf16, TwoTerms };
 bool prefill_linear_mma_takes(const WeightView& w);
 std::size_t prefill_mma_scratch_bytes(std::int64_t rows, std::int64_t cols);
 void prefill_linear_mma(const float* x, std::int64_t x_stride, std::int64_t rows, const WeightView& w, float* y,
-                        std::int64_t y_stride, void* scratch, std::size_t scratch_bytes, cudaStream_t s);
+                        std::int64_t y_stride, void* scratch, std::size_t scratch_bytes, PrefillX x_terms,
+                        cudaStream_t s);
 // The A/B baseline of the bf16 GEMM (taken only with TF_CUDA_PREFILL_MMA=0): the prefill GEMM on the
 // integer tensor cores (prefill_linear_imma.cu) for the weights the integer decode
 // kernel takes: x's terms go to `scratch` (prefill_imma_scratch_bytes), then the decode kernels' arithmetic

@@ -5,11 +5,16 @@
 // themselves and the scale and bias are applied once a group in float32:
 //   y[m, n] = sum_g ( s[n, g] D[m, n, g] + b[n, g] X[m, g] ),  D = sum_{k in g} q[n, k] x[m, k],  X = sum_{k in g} x[m,
 //   k].
-// x is split into two bf16 terms, x = hi + lo (hi = bf16(x), lo = bf16(x - hi): 16 significant bits), and
-// D accumulates q hi + q lo in one float32 accumulator: each product is exact, so D is float32-accurate to
-// ~2^-17 of x, and rows keep the float64 reference within the kernel test's 3e-5 (the integer kernel's
-// tolerance). One bf16 pass (8 bits, what most servers use for prefill) would move logits by ~1e-3.
-// Two passes of mma.m16n8k16 per k step against the integer kernel's three s8 terms and its integer-to-float
+// x comes in one of two forms (PrefillX, the prompt precision):
+// - Bf16 (the default): x rounded once to bf16, x~ = bf16(x) (8 significant bits), and X the sum of the x~:
+//   y is exactly sum_k w[n, k] x~[m, k] up to float32 accumulation, one pass of mma.m16n8k16 a k step. The
+//   rounding moves each x by at most 2^-8 of itself, so |y - y(x)| <= 2^-8 sum_k |w x| (the kernel test's
+//   bound, with float32's share added; its RMS is ~0.42 * 2^-8 of the products' RMS).
+// - TwoTerms (--precision full): x = hi + lo (hi = bf16(x), lo = bf16(x - hi): 16 significant bits), and D
+//   accumulates q hi + q lo in one float32 accumulator: each product is exact, so D is float32-accurate to
+//   ~2^-17 of x, and rows keep the float64 reference within the kernel test's 3e-5 (the integer kernel's
+//   tolerance); X is the sum of x itself. Two passes a k step.
+// Either way fewer tensor-core passes than the integer kernel's three s8 terms and its integer-to-float
 // conversions per group (a quarter-rate instruction on Hopper), which had bound prefill_linear_imma.cu.
 //
 // Prefill rows need not have decode rows' bits (docs/cuda.md, "Row invariance"): a chunk's result has to be
@@ -180,7 +185,8 @@ struct CodeLoader {
   }
 };
 
-template <int BITS, int GROUP, ElemType SE, bool TILED>
+// TWO: x's lo terms too (PrefillX::TwoTerms), a second mma pass; else xl is never read.
+template <int BITS, int GROUP, ElemType SE, bool TILED, bool TWO>
 __global__ void __launch_bounds__(kThreads, 1)
     prefill_mma_kernel(const __nv_bfloat16* __restrict__ xh, const __nv_bfloat16* __restrict__ xl,
                        const float* __restrict__ xsum, std::int64_t M, WeightView w, float* __restrict__ y,
@@ -205,7 +211,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const bool valid = m0 + r < M;
       const std::int64_t off = (valid ? m0 + r : 0) * K + step * kBK + c;
       cp_async16(&st.xh[r][c], xh + off, valid);
-      cp_async16(&st.xl[r][c], xl + off, valid);
+      if constexpr (TWO) cp_async16(&st.xl[r][c], xl + off, valid);
     }
   };
   // Scales, biases and X of the groups ending in `step` (slot j: the j-th of them), a value a thread and slot
@@ -280,7 +286,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int i = 0; i < kMT; ++i) {
         const int r = wm + 16 * i + (lane & 15), c = kk * 16 + (lane >> 4) * 8;
         ldmatrix_x4(ah[i], &cur.xh[r][c]);
-        ldmatrix_x4(al[i], &cur.xl[r][c]);
+        if constexpr (TWO) ldmatrix_x4(al[i], &cur.xl[r][c]);
       }
 #pragma unroll
       for (int jj = 0; jj < 2; ++jj) {
@@ -292,10 +298,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int i = 0; i < kMT; ++i)
 #pragma unroll
         for (int j = 0; j < 4; ++j) mma_bf16(d[i][j], ah[i], bw[j >> 1][2 * (j & 1)], bw[j >> 1][2 * (j & 1) + 1]);
+      if constexpr (TWO) {
 #pragma unroll
-      for (int i = 0; i < kMT; ++i)
+        for (int i = 0; i < kMT; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma_bf16(d[i][j], al[i], bw[j >> 1][2 * (j & 1)], bw[j >> 1][2 * (j & 1) + 1]);
+          for (int j = 0; j < 4; ++j) mma_bf16(d[i][j], al[i], bw[j >> 1][2 * (j & 1)], bw[j >> 1][2 * (j & 1) + 1]);
+      }
       // A group ends after this 16-code slice: total += b X + s D, D back to 0.
       const bool group_ends = GROUP == 32 ? (kk & 1) == 1 : kk == 3 && (GROUP == 64 || (step & 1) == 1);
       if (group_ends) {
@@ -340,8 +348,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 // x [M, K] float32 -> hi, lo bf16 [M, K] and X [K / group, M] (each group's sum of x, in a fixed order: a
-// thread's eight values in k order, then a butterfly over the group's threads).
-template <int GROUP>
+// thread's eight values in k order, then a butterfly over the group's threads). Without TWO: hi alone, and X
+// the sum of the hi terms (the x the GEMM multiplies), in the same order.
+template <int GROUP, bool TWO>
 __global__ void __launch_bounds__(256)
     split_x_kernel(const float* __restrict__ x, std::int64_t x_stride, std::int64_t M, std::int64_t K,
                    __nv_bfloat16* __restrict__ xh, __nv_bfloat16* __restrict__ xl, float* __restrict__ xsum) {
@@ -357,22 +366,26 @@ __global__ void __launch_bounds__(256)
     const float4 b = *reinterpret_cast<const float4*>(x + m * x_stride + 8 * c + 4);
     v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
   }
-  std::uint32_t hi[4], lo[4];
+  std::uint32_t hi[4], lo[4] = {};
   float sum = 0.0f;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
     const float2 hf = __bfloat1622float2(h);
-    const __nv_bfloat162 l = __floats2bfloat162_rn(__fsub_rn(v[2 * i], hf.x), __fsub_rn(v[2 * i + 1], hf.y));
     hi[i] = *reinterpret_cast<const std::uint32_t*>(&h);
-    lo[i] = *reinterpret_cast<const std::uint32_t*>(&l);
-    sum = __fadd_rn(__fadd_rn(sum, v[2 * i]), v[2 * i + 1]);
+    if constexpr (TWO) {
+      const __nv_bfloat162 l = __floats2bfloat162_rn(__fsub_rn(v[2 * i], hf.x), __fsub_rn(v[2 * i + 1], hf.y));
+      lo[i] = *reinterpret_cast<const std::uint32_t*>(&l);
+      sum = __fadd_rn(__fadd_rn(sum, v[2 * i]), v[2 * i + 1]);
+    } else {
+      sum = __fadd_rn(__fadd_rn(sum, hf.x), hf.y);
+    }
   }
 #pragma unroll
   for (int o = 1; o < GROUP / 8; o <<= 1) sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, o));
   if (!valid) return;
   *reinterpret_cast<uint4*>(xh + m * K + 8 * c) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
-  *reinterpret_cast<uint4*>(xl + m * K + 8 * c) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+  if constexpr (TWO) *reinterpret_cast<uint4*>(xl + m * K + 8 * c) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
   if (c % (GROUP / 8) == 0) xsum[(8 * c / GROUP) * M + m] = sum;
 }
 
@@ -387,44 +400,71 @@ ScratchParts scratch_parts(void* scratch, std::int64_t M, std::int64_t K) {
           reinterpret_cast<float*>(base + 2 * terms)};
 }
 
-template <int BITS, int GROUP, ElemType SE, bool TILED>
+template <int BITS, int GROUP, ElemType SE, bool TILED, bool TWO>
 void launch_gemm(const ScratchParts& p, std::int64_t M, const WeightView& w, float* y, std::int64_t y_stride,
                  cudaStream_t s) {
-  auto* kernel = prefill_mma_kernel<BITS, GROUP, SE, TILED>;
-  raise_smem_limit<prefill_mma_kernel<BITS, GROUP, SE, TILED>>(static_cast<int>(kSmemBytes), "prefill_linear_mma");
+  auto* kernel = prefill_mma_kernel<BITS, GROUP, SE, TILED, TWO>;
+  raise_smem_limit<prefill_mma_kernel<BITS, GROUP, SE, TILED, TWO>>(static_cast<int>(kSmemBytes), "prefill_linear_mma");
   const dim3 grid(static_cast<unsigned int>(ceil_div(M, kBM)), static_cast<unsigned int>(ceil_div(w.rows, kBN)));
   launch_pdl(kernel, grid, dim3(kThreads), kSmemBytes, s, p.xh, p.xl, p.xsum, M, w, y, y_stride);
 }
 
-template <int BITS, int GROUP, bool TILED>
+template <int BITS, int GROUP, bool TILED, bool TWO>
 void dispatch_scale(const ScratchParts& p, std::int64_t M, const WeightView& w, float* y, std::int64_t ys,
                     cudaStream_t s) {
   switch (w.dtype) {
     case ElemType::F32:
-      launch_gemm<BITS, GROUP, ElemType::F32, TILED>(p, M, w, y, ys, s);
+      launch_gemm<BITS, GROUP, ElemType::F32, TILED, TWO>(p, M, w, y, ys, s);
       break;
     case ElemType::F16:
-      launch_gemm<BITS, GROUP, ElemType::F16, TILED>(p, M, w, y, ys, s);
+      launch_gemm<BITS, GROUP, ElemType::F16, TILED, TWO>(p, M, w, y, ys, s);
       break;
     case ElemType::BF16:
-      launch_gemm<BITS, GROUP, ElemType::BF16, TILED>(p, M, w, y, ys, s);
+      launch_gemm<BITS, GROUP, ElemType::BF16, TILED, TWO>(p, M, w, y, ys, s);
       break;
   }
 }
 
-template <int GROUP>
+template <int GROUP, bool TWO>
 void dispatch_bits(const ScratchParts& p, std::int64_t M, const WeightView& w, float* y, std::int64_t ys,
                    cudaStream_t s) {
   if (w.bits == 2)
-    dispatch_scale<2, GROUP, false>(p, M, w, y, ys, s);  // 2-bit codes are never tiled
+    dispatch_scale<2, GROUP, false, TWO>(p, M, w, y, ys, s);  // 2-bit codes are never tiled
   else if (w.bits == 4 && w.tiled)
-    dispatch_scale<4, GROUP, true>(p, M, w, y, ys, s);
+    dispatch_scale<4, GROUP, true, TWO>(p, M, w, y, ys, s);
   else if (w.bits == 4)
-    dispatch_scale<4, GROUP, false>(p, M, w, y, ys, s);
+    dispatch_scale<4, GROUP, false, TWO>(p, M, w, y, ys, s);
   else if (w.tiled)
-    dispatch_scale<8, GROUP, true>(p, M, w, y, ys, s);
+    dispatch_scale<8, GROUP, true, TWO>(p, M, w, y, ys, s);
   else
-    dispatch_scale<8, GROUP, false>(p, M, w, y, ys, s);
+    dispatch_scale<8, GROUP, false, TWO>(p, M, w, y, ys, s);
+}
+
+// The split kernel, then the GEMM, for one group size and form of x.
+template <int GROUP, bool TWO>
+void split_and_multiply(const float* x, std::int64_t x_stride, std::int64_t rows, const WeightView& w, float* y,
+                        std::int64_t y_stride, const ScratchParts& p, cudaStream_t s) {
+  const std::int64_t threads = rows * (w.cols / 8);
+  const dim3 sgrid(static_cast<unsigned int>(ceil_div(threads, 256)));
+  launch_pdl(split_x_kernel<GROUP, TWO>, sgrid, dim3(256), 0, s, x, x_stride, rows, w.cols, p.xh, p.xl, p.xsum);
+  check_launch("prefill_split_x");
+  dispatch_bits<GROUP, TWO>(p, rows, w, y, y_stride, s);
+}
+
+template <bool TWO>
+void split_and_multiply(const float* x, std::int64_t x_stride, std::int64_t rows, const WeightView& w, float* y,
+                        std::int64_t y_stride, const ScratchParts& p, cudaStream_t s) {
+  switch (w.group) {
+    case 32:
+      split_and_multiply<32, TWO>(x, x_stride, rows, w, y, y_stride, p, s);
+      break;
+    case 64:
+      split_and_multiply<64, TWO>(x, x_stride, rows, w, y, y_stride, p, s);
+      break;
+    default:
+      split_and_multiply<128, TWO>(x, x_stride, rows, w, y, y_stride, p, s);
+      break;
+  }
 }
 
 }  // namespace
@@ -444,30 +484,16 @@ std::size_t prefill_mma_scratch_bytes(std::int64_t rows, std::int64_t cols) {
 }
 
 void prefill_linear_mma(const float* x, std::int64_t x_stride, std::int64_t rows, const WeightView& w, float* y,
-                        std::int64_t y_stride, void* scratch, std::size_t scratch_bytes, cudaStream_t s) {
+                        std::int64_t y_stride, void* scratch, std::size_t scratch_bytes, PrefillX x_terms,
+                        cudaStream_t s) {
   if (!prefill_linear_mma_takes(w) || scratch_bytes < prefill_mma_scratch_bytes(rows, w.cols) || x_stride % 4 != 0 ||
       reinterpret_cast<std::uintptr_t>(x) % 16 != 0)
     throw std::invalid_argument("prefill_linear_mma: weight not on the bf16 GEMM, scratch too small or x misaligned");
   const ScratchParts p = scratch_parts(scratch, rows, w.cols);
-  const std::int64_t threads = rows * (w.cols / 8);
-  const dim3 sgrid(static_cast<unsigned int>(ceil_div(threads, 256)));
-  switch (w.group) {
-    case 32:
-      launch_pdl(split_x_kernel<32>, sgrid, dim3(256), 0, s, x, x_stride, rows, w.cols, p.xh, p.xl, p.xsum);
-      check_launch("prefill_split_x");
-      dispatch_bits<32>(p, rows, w, y, y_stride, s);
-      break;
-    case 64:
-      launch_pdl(split_x_kernel<64>, sgrid, dim3(256), 0, s, x, x_stride, rows, w.cols, p.xh, p.xl, p.xsum);
-      check_launch("prefill_split_x");
-      dispatch_bits<64>(p, rows, w, y, y_stride, s);
-      break;
-    default:
-      launch_pdl(split_x_kernel<128>, sgrid, dim3(256), 0, s, x, x_stride, rows, w.cols, p.xh, p.xl, p.xsum);
-      check_launch("prefill_split_x");
-      dispatch_bits<128>(p, rows, w, y, y_stride, s);
-      break;
-  }
+  if (x_terms == PrefillX::TwoTerms)
+    split_and_multiply<true>(x, x_stride, rows, w, y, y_stride, p, s);
+  else
+    split_and_multiply<false>(x, x_stride, rows, w, y, y_stride, p, s);
   check_launch("prefill_linear_mma");
 }
 

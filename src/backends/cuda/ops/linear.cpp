@@ -120,8 +120,9 @@ void launch_group(const LaunchContext& c, const Step& st) {
   c.launches.push_back({[=](cudaStream_t s) { cuda::decode_linear(args, s); }});
 }
 
-// A linear alone: the prefill GEMM, on the bf16 tensor cores where it takes the weight, else on the integer
-// ones where they take it, else the SIMT GEMM.
+// A linear alone: the prefill GEMM, on the bf16 tensor cores where it takes the weight (x as the prompt
+// precision says: LaunchBuffers::prefill_x), else on the integer ones where they take it, else the SIMT GEMM
+// (both float32-close whatever the precision).
 void launch_alone(const LaunchContext& c, const Step& st) {
   const Op& op = c.ops[static_cast<std::size_t>(st.ops.front())];
   const float* x = c.in_ptr(op.a);
@@ -131,11 +132,13 @@ void launch_alone(const LaunchContext& c, const Step& st) {
   if (out == nullptr) return;  // nobody reads it
   void* const scratch = c.buffers.prefill_scratch;
   const std::size_t scratch_bytes = c.buffers.prefill_scratch_bytes;
+  const cuda::PrefillX x_terms = c.buffers.prefill_x;
   if (rows > cuda::kMaxDecodeRows && cuda::prefill_linear_mma_takes(w) &&
       scratch_bytes >= cuda::prefill_mma_scratch_bytes(rows, w.cols) && xs % 4 == 0 &&
       reinterpret_cast<std::uintptr_t>(x) % 16 == 0) {
-    c.launches.push_back(
-        {[=](cudaStream_t s) { cuda::prefill_linear_mma(x, xs, rows, w, out, w.rows, scratch, scratch_bytes, s); }});
+    c.launches.push_back({[=](cudaStream_t s) {
+      cuda::prefill_linear_mma(x, xs, rows, w, out, w.rows, scratch, scratch_bytes, x_terms, s);
+    }});
     return;
   }
   if (rows > cuda::kMaxDecodeRows && cuda::prefill_linear_imma_takes(w) &&
