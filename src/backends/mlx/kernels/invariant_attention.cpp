@@ -1,6 +1,7 @@
 #include "backends/mlx/kernels/invariant_attention.h"
 
 #include "backends/mlx/kernels/chunk_pool.h"
+#include "backends/mlx/kernels/lanes8.h"
 
 #include <cmath>
 #include <cstring>
@@ -8,14 +9,6 @@
 
 namespace tf {
 namespace {
-
-typedef float v8f __attribute__((vector_size(32)));
-
-inline v8f load8(const float* p) {
-  v8f v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 // The same fixed-order dot product as invariant_matmul: 8 lanes, multiply then add, fixed lane tree, tail.
 __attribute__((target_clones("avx2", "default"))) float dot(const float* a, const float* b, std::int64_t n) {
@@ -25,7 +18,7 @@ __attribute__((target_clones("avx2", "default"))) float dot(const float* a, cons
     const v8f p = load8(a + i) * load8(b + i);
     acc = acc + p;
   }
-  float s = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+  float s = reduce8(acc);
   for (std::int64_t i = n8; i < n; ++i) {
     const float p = a[i] * b[i];
     s = s + p;

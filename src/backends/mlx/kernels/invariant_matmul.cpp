@@ -1,26 +1,13 @@
 #include "backends/mlx/kernels/invariant_matmul.h"
 
 #include "backends/mlx/kernels/chunk_pool.h"
+#include "backends/mlx/kernels/lanes8.h"
 
 #include <algorithm>
 #include <cstring>
 
 namespace tf {
 namespace {
-
-typedef float v8f __attribute__((vector_size(32)));
-
-inline v8f load8(const float* p) {
-  v8f v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-// The fixed lane reduction: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
-inline float reduce8(v8f a) {
-  const float s04 = a[0] + a[4], s26 = a[2] + a[6], s15 = a[1] + a[5], s37 = a[3] + a[7];
-  return (s04 + s26) + (s15 + s37);
-}
 
 // R rows x 1 column: every accumulator sees exactly the same operations as in the 1-row case.
 template <int R>
@@ -45,10 +32,9 @@ inline void dot_rows(const float* const* xr, const float* wn, std::int64_t k, fl
   }
 }
 
-__attribute__((target_clones("avx2", "default"))) void matmul_columns(const float* x, std::int64_t rows,
-                                                                       const float* w, std::int64_t n0,
-                                                                       std::int64_t n1, std::int64_t k,
-                                                                       std::int64_t n_total, float* y) {
+__attribute__((target_clones("avx2", "default"))) void matmul_columns(const float* x, std::int64_t rows, const float* w,
+                                                                      std::int64_t n0, std::int64_t n1, std::int64_t k,
+                                                                      std::int64_t n_total, float* y) {
   constexpr int kBlock = 4;
   for (std::int64_t m = 0; m < rows; m += kBlock) {
     const int r = static_cast<int>(std::min<std::int64_t>(kBlock, rows - m));
@@ -58,10 +44,18 @@ __attribute__((target_clones("avx2", "default"))) void matmul_columns(const floa
     for (std::int64_t n = n0; n < n1; ++n) {
       const float* wn = w + n * k;
       switch (r) {
-        case 4: dot_rows<4>(xr, wn, k, out); break;
-        case 3: dot_rows<3>(xr, wn, k, out); break;
-        case 2: dot_rows<2>(xr, wn, k, out); break;
-        default: dot_rows<1>(xr, wn, k, out); break;
+        case 4:
+          dot_rows<4>(xr, wn, k, out);
+          break;
+        case 3:
+          dot_rows<3>(xr, wn, k, out);
+          break;
+        case 2:
+          dot_rows<2>(xr, wn, k, out);
+          break;
+        default:
+          dot_rows<1>(xr, wn, k, out);
+          break;
       }
       for (int i = 0; i < r; ++i) y[(m + i) * n_total + n] = out[i];
     }

@@ -6,18 +6,10 @@
 #include <vector>
 
 #include "backends/mlx/kernels/chunk_pool.h"
+#include "backends/mlx/kernels/lanes8.h"
 
 namespace tf {
 namespace {
-
-typedef float v8f __attribute__((vector_size(32)));
-
-inline v8f load8(const float* p) {
-  v8f v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store8(float* p, v8f v) { std::memcpy(p, &v, sizeof v); }
 
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
@@ -65,7 +57,7 @@ __attribute__((target_clones("avx2", "default"))) void head_rows(const float* ys
         const v8f prod = sn * load8(Cg + n);
         acc = acc + prod;
       }
-      float sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+      float sum = reduce8(acc);
       for (int n = N8; n < N; ++n) {
         const float kept = S[n] * decay, added = dB[static_cast<std::size_t>(n)] * xv;
         S[n] = kept + added;

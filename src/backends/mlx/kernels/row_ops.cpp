@@ -7,23 +7,21 @@
 
 #include "backends/backend.h"
 #include "backends/mlx/kernels/chunk_pool.h"
+#include "backends/mlx/kernels/lanes8.h"
 
 namespace tf {
 namespace {
-
-typedef float v8f __attribute__((vector_size(32)));
 
 // Sum of squares in 8 interleaved lanes, the lanes summed in a fixed tree, then the tail in order.
 __attribute__((target_clones("avx2", "default"))) float sum_squares(const float* x, std::int64_t n) {
   v8f acc{};
   const std::int64_t n8 = n / 8 * 8;
   for (std::int64_t i = 0; i < n8; i += 8) {
-    v8f v;
-    std::memcpy(&v, x + i, sizeof v);
+    const v8f v = load8(x + i);
     const v8f sq = v * v;
     acc = acc + sq;
   }
-  float s = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+  float s = reduce8(acc);
   for (std::int64_t i = n8; i < n; ++i) {
     const float sq = x[i] * x[i];
     s = s + sq;
