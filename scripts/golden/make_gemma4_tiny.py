@@ -3,7 +3,7 @@
 
 Runs on a CPU (transformers >= 5.25 with gemma4, torch, safetensors, numpy; no network, no mlx):
     python3 scripts/golden/make_gemma4_tiny.py [OUT_DIR]   # OUT_DIR default tests/goldens/gemma4
-and writes OUT_DIR/{bf16,text}/. Seeded and deterministic (numpy + torch seeds, CPU init).
+and writes OUT_DIR/{bf16,text,mlx-4bit}/. Seeded and deterministic (numpy + torch seeds, CPU init).
 
 The model (a Gemma 4 26B-A4B-style text model, shrunk; no per-layer input embeddings, no KV sharing): vocab 320,
 hidden 64, 6 layers [S, S, F, S, S, F] (S sliding attention over a window of 8 positions, so the test prompts of
@@ -24,6 +24,12 @@ generation_config.json, golden.json):
       the text model's keys under text_config (and a vision_config), weights model.language_model.*, plus one
       vision tensor (model.vision_tower.*) that a text-only loader must skip.
   (b) text: Gemma4ForCausalLM as save_pretrained writes it (model_type gemma4_text, model.*).
+  (c) mlx-4bit: the mlx-community layout of the 26B-A4B conversions: weights language_model.model.*, experts
+      split and stacked as mlx-lm's SwitchGLU (experts.switch_glu.{gate,up,down}_proj), affine 4-bit with
+      groups of 32 (the tiny expert width is 32) and the MLPs and routers at 8-bit (per-module overrides in
+      config.json's quantization block), the embedding quantized too (and so the tied output); one vision
+      tensor (vision_tower.*) to skip. Its golden is the float64 forward of the DEQUANTIZED weights, exactly as
+      MLX dequantizes them (make_qwen3_5_tiny.py's quantizer).
 
 golden.json: prompt_ids (3 seeded prompts of lengths 5, 17, 40, ids in 0..255), logits (float32 logits of the
 last 3 positions of each prompt), greedy (16 tokens by repeated argmax over a full re-forward; EOS is not a
@@ -46,7 +52,8 @@ from transformers.models.gemma4 import modeling_gemma4 as mg
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_nemotron_h_tiny import round_bf16_, run_golden  # noqa: E402  (the same golden recipe)
-from make_qwen3_5_tiny import tokenizer_files, write_common  # noqa: E402
+from make_qwen3_5_tiny import (mlx_dequantize, mlx_quantize, to_bytes, tokenizer_files,  # noqa: E402
+                               write_common, write_safetensors)
 
 LAYER_TYPES = ["sliding_attention", "sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
                "full_attention"]
@@ -147,10 +154,17 @@ def build_model():
 
 
 @torch.no_grad()
-def reference(model, prompts):
+def reference(model, prompts, weights=None, min_margin=1e-4):
+    """The float64 golden of `model`, or of the same model with `weights` (name -> float array) replacing its own."""
     m = Gemma4ForCausalLM(model.config).to(torch.float64).eval()
     m.config._experts_implementation = "eager"
-    m.load_state_dict({k: v.to(torch.float64) for k, v in model.state_dict().items()})
+    state = {k: v.to(torch.float64) for k, v in model.state_dict().items()}
+    for k, v in (weights or {}).items():
+        assert k in state and tuple(state[k].shape) == tuple(v.shape), k
+        state[k] = torch.from_numpy(np.asarray(v, np.float64))
+    if "model.embed_tokens.weight" in (weights or {}):
+        state["lm_head.weight"] = state["model.embed_tokens.weight"]  # tied
+    m.load_state_dict(state)
     with F64Patches():
         golden = run_golden(m, prompts)
     # The patches change rounding only: the float64 model with and without them agrees closely (without them its
@@ -174,7 +188,7 @@ def reference(model, prompts):
     for h in hooks:
         h.remove()
     log(f"  smallest routing margin (top-2 vs third probability) over the prompts' rows: {min(gaps):.1e}")
-    assert min(gaps) >= 1e-4, "a near-tie in routing: pick another noise seed in build_model"
+    assert min(gaps) >= min_margin, "a near-tie in routing: pick another noise seed in build_model"
     return golden
 
 
@@ -216,7 +230,63 @@ def main():
     write_common(d, tok, tcfg, gcfg)
     json.dump(dict(golden, variant="bf16"), open(os.path.join(d, "golden.json"), "w"))
     log("greedy:", golden["greedy"])
+    write_mlx_4bit(os.path.join(out_root, "mlx-4bit"), model, sd, text_cfg, prompts, (tok, tcfg, gcfg))
     log("done")
+
+
+MLX_GROUP = 32
+
+
+def write_mlx_4bit(d, model, sd, text_cfg, prompts, tokenizer):
+    os.makedirs(d, exist_ok=True)
+    files, deq = {}, {}
+    qblock = {"group_size": MLX_GROUP, "bits": 4, "mode": "affine"}
+
+    def quantized(module, arr, bits):
+        """Writes `module` quantized; returns its dequantized values (what MLX computes with)."""
+        packed, sc, bi = mlx_quantize(arr.reshape(-1, arr.shape[-1]), MLX_GROUP, bits, "bf16")
+        lead = arr.shape[:-1]
+        files[module + ".weight"] = ("u32", lead + (packed.shape[1],), to_bytes(packed, "u32"))
+        files[module + ".scales"] = ("bf16", lead + (sc.shape[1],), to_bytes(sc, "bf16"))
+        files[module + ".biases"] = ("bf16", lead + (bi.shape[1],), to_bytes(bi, "bf16"))
+        if bits != 4:
+            qblock[module] = {"group_size": MLX_GROUP, "bits": bits}
+        return mlx_dequantize(packed, sc, bi, MLX_GROUP, bits, "bf16").reshape(arr.shape)
+
+    inter = CONFIG["moe_intermediate_size"]
+    for k, v in sorted(sd.items()):
+        arr = v.to(torch.float32).numpy()
+        name = k.replace("model.", "language_model.model.", 1)
+        if k.endswith("experts.gate_up_proj"):  # [E, 2I, H]: gate rows first, then up
+            base = name[: -len("gate_up_proj")] + "switch_glu."
+            gate = quantized(base + "gate_proj", np.ascontiguousarray(arr[:, :inter]), 4)
+            up = quantized(base + "up_proj", np.ascontiguousarray(arr[:, inter:]), 4)
+            deq[k] = np.concatenate([gate, up], axis=1)
+        elif k.endswith("experts.down_proj"):
+            deq[k] = quantized(name[: -len("down_proj")] + "switch_glu.down_proj", arr, 4)
+        elif arr.ndim == 2 and k.endswith(".weight") and not k.endswith("norm.weight"):
+            bits = 8 if (".mlp." in k or k.endswith("router.proj.weight")) else 4
+            deq[k] = quantized(name[: -len(".weight")], arr, bits)
+        else:
+            files[name] = ("bf16", arr.shape, to_bytes(arr, "bf16"))
+    files["vision_tower.encoder.layers.0.mlp.fc1.weight"] = ("bf16", (8, 12), to_bytes(np.zeros((8, 12)), "bf16"))
+    write_safetensors(os.path.join(d, "model.safetensors"), files, {"format": "mlx"})
+    size = os.path.getsize(os.path.join(d, "model.safetensors"))
+    json.dump({"metadata": {"total_size": size}, "weight_map": {k: "model.safetensors" for k in sorted(files)}},
+              open(os.path.join(d, "model.safetensors.index.json"), "w"), indent=2)
+    inner = {k: v for k, v in text_cfg.items() if k not in ("architectures", "transformers_version", "dtype")}
+    json.dump({"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4",
+               "text_config": inner, "vision_config": {"model_type": "gemma4_vision"}, "tie_word_embeddings": True,
+               "quantization": qblock, "quantization_config": dict(qblock)},
+              open(os.path.join(d, "config.json"), "w"), indent=2)
+    write_common(d, *tokenizer)
+    log("mlx-4bit:")
+    # Quantization moves the router's probabilities: a margin of 1e-5 is still ~100x what float32 arithmetic
+    # can move them by (the engine's routing matches the reference's over every row; the golden test says so).
+    golden = reference(model, prompts, deq, min_margin=1e-5)
+    golden.update(prompt_ids=prompts, made_with=LOG[0], variant="mlx-4bit")
+    json.dump(golden, open(os.path.join(d, "golden.json"), "w"))
+    log("greedy:", golden["greedy"])
 
 
 if __name__ == "__main__":

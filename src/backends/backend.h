@@ -111,6 +111,11 @@ class StateStore {
 // Truncation is how drafts roll back.
 class KvCache : public StateStore {};
 
+// Keys and values of a stream's sliding-window attention layers: only the positions a later row can still attend
+// (the last window - 1) and the current call's rows, so a fixed size whatever the stream's length. It rolls back
+// inside its last call only (as a RecurrentState does) and a snapshot holds the last window - 1 positions.
+class WindowKvCache : public KvCache {};
+
 // The shape of a Gated DeltaNet mixer (Qwen3-Next / Qwen3.5): value heads share key heads in consecutive
 // groups of v_heads / k_heads; the causal conv spans `conv_kernel` positions of the q|k|v projection.
 struct GatedDeltaSpec {
@@ -198,9 +203,20 @@ class Backend {
   // Whether this backend runs the ops below (new_mamba2_state, mamba2_scan, rms_norm_groups, relu_squared);
   // families that need them refuse other backends at load.
   virtual bool has_state_space() const { return false; }
-  // Whether this backend runs sliding-window attention (AttentionSpec::window) and gelu_tanh_glu, scale and
-  // softcap: Gemma 4's ops.
+  // Whether this backend runs sliding-window attention (AttentionSpec::window, over new_window_cache's store)
+  // and gelu_tanh_glu, scale and softcap: Gemma 4's ops.
   virtual bool has_sliding_window() const { return false; }
+  // The store of `layers` sliding-window layers attending `window` positions, sized for calls of up to
+  // `call_rows` rows (the family's prefill chunk; longer calls grow it).
+  virtual std::unique_ptr<WindowKvCache> new_window_cache(int /*layers*/, int /*kv_heads*/, int /*head_dim*/,
+                                                          int /*window*/, std::int64_t /*call_rows*/) {
+    throw std::logic_error("new_window_cache: this backend has no sliding-window attention");
+  }
+  // What new_window_cache's store holds once calls of up to call_rows rows have filled its window.
+  virtual std::size_t window_cache_bytes(int /*layers*/, int /*kv_heads*/, int /*head_dim*/, int /*window*/,
+                                         std::int64_t /*call_rows*/) const {
+    return 0;
+  }
   virtual std::unique_ptr<RecurrentState> new_mamba2_state(int /*layers*/, const Mamba2Spec& /*spec*/) {
     throw std::logic_error("new_mamba2_state: this backend has no Mamba-2 layers");
   }

@@ -34,10 +34,13 @@ MoeBlock MoeBlock::load(WeightSource& src, const std::string& prefix, const MoeC
   } else if (!cfg.gated && src.has(prefix + "switch_mlp.fc1.weight")) {
     m.up = src.stack(prefix + "switch_mlp.fc1.weight", E, I, width);
     m.down = src.stack(prefix + "switch_mlp.fc2.weight", E, width, I);
-  } else if (src.has(prefix + "switch_mlp.up_proj.weight")) {
-    if (cfg.gated) m.gate = src.stack(prefix + "switch_mlp.gate_proj.weight", E, I, width);
-    m.up = src.stack(prefix + "switch_mlp.up_proj.weight", E, I, width);
-    m.down = src.stack(prefix + "switch_mlp.down_proj.weight", E, width, I);
+  } else if (const std::string sw = src.has(prefix + "switch_mlp.up_proj.weight")
+                                        ? prefix + "switch_mlp."
+                                        : prefix + "experts.switch_glu.";  // mlx-lm's SwitchGLU, by model
+             src.has(sw + "up_proj.weight")) {
+    if (cfg.gated) m.gate = src.stack(sw + "gate_proj.weight", E, I, width);
+    m.up = src.stack(sw + "up_proj.weight", E, I, width);
+    m.down = src.stack(sw + "down_proj.weight", E, width, I);
   } else {
     src.fail("missing tensor '" + prefix + "experts.0.up_proj.weight' (no routed experts under '" + prefix +
              "' in any known layout)");

@@ -110,7 +110,10 @@ void count_gemma4_layers(ModelSummary& s, const nlohmann::json& t) {
     for (const auto& [k, o] : pl->items())
       if (o.is_object()) ghd = get(o, "head_dim", ghd), gkv = get(o, "num_key_value_heads", gkv);
   s.attention_layers = s.layers;
-  s.kv_bytes_per_token = 2 * 2 * ((s.layers - full) * s.kv_heads * s.head_dim + full * gkv * ghd);  // K, V; f16
+  s.kv_bytes_per_token = 2 * 2 * full * gkv * ghd;  // K, V; f16
+  s.window_layers = s.layers - full;
+  s.window = get(t, "sliding_window", 512);
+  s.window_bytes = 2 * 2 * s.window_layers * s.kv_heads * s.head_dim * s.window;
   if (auto moe = t.find("enable_moe_block"); moe != t.end() && moe->is_boolean() && moe->get<bool>()) {
     const std::uint64_t experts = get(t, "num_experts", 0), top = get(t, "top_k_experts", 0),
                         ffn = get(t, "moe_intermediate_size", 0);
@@ -223,19 +226,20 @@ ModelSummary summarize_hf(const std::string& dir) {
     return q && w.tensor != nullptr && w.tensor->dtype == StDType::U32 && ck.find(module + ".scales").tensor != nullptr;
   };
   for (const auto& loc : ck.all_tensors()) {
-    const StTensor& t = *loc.tensor;
-    ++s.tensor_types[std::string(st_dtype_name(t.dtype))];
-    s.weight_bytes += t.byte_size();
-    const auto dot = t.name.rfind('.');
-    const std::string module = dot == std::string::npos ? t.name : t.name.substr(0, dot);
-    const std::string_view leaf = dot == std::string::npos ? std::string_view{} : std::string_view(t.name).substr(dot);
-    std::uint64_t n = t.element_count();
+    const StTensor& tensor = *loc.tensor;
+    ++s.tensor_types[std::string(st_dtype_name(tensor.dtype))];
+    s.weight_bytes += tensor.byte_size();
+    const auto dot = tensor.name.rfind('.');
+    const std::string module = dot == std::string::npos ? tensor.name : tensor.name.substr(0, dot);
+    const std::string_view leaf =
+        dot == std::string::npos ? std::string_view{} : std::string_view(tensor.name).substr(dot);
+    std::uint64_t n = tensor.element_count();
     if ((leaf == ".scales" || leaf == ".biases") && quantized(module)) continue;
     if (leaf == ".weight" && quantized(module))
       if (const auto spec = q->spec_for(module); spec && spec->bits > 0)
         n = n * 32 / static_cast<std::uint64_t>(spec->bits);
     s.parameters += n;
-    if (t.name.starts_with("mtp.")) s.mtp_parameters += n;
+    if (tensor.name.starts_with("mtp.")) s.mtp_parameters += n;
   }
   s.tensor_count = ck.all_tensors().size();
 
@@ -318,12 +322,20 @@ std::string format_summary(const ModelSummary& s) {
                                  s.attention_layers, s.layers));
     line("recurrent", fmt::format("{} per stream (float32; {} linear-attention layers)",
                                   format_bytes(s.recurrent_bytes), s.recurrent_layers));
+  } else if (s.window_layers > 0) {
+    line("kv cache", fmt::format("{} per token (f16; the {} full-attention layers) + {} per stream (the {} "
+                                 "sliding-window layers' last {} positions)",
+                                 format_bytes(s.kv_bytes_per_token), s.layers - s.window_layers,
+                                 format_bytes(s.window_bytes), s.window_layers, s.window));
   } else {
     line("kv cache", fmt::format("{} per token (f16)", format_bytes(s.kv_bytes_per_token)));
   }
   if (!s.experts.empty()) line("experts", s.experts);
-  line("memory", fmt::format("{} for weights + a full {}-token KV cache{}", format_bytes(s.memory_estimate()),
-                             s.context, s.recurrent_bytes > 0 ? " + recurrent state" : ""));
+  line("memory",
+       fmt::format("{} for weights + a full {}-token KV cache{}", format_bytes(s.memory_estimate()), s.context,
+                   s.recurrent_bytes > 0 ? " + recurrent state"
+                   : s.window_bytes > 0  ? " (full layers) + the sliding windows"
+                                         : ""));
   return out;
 }
 

@@ -22,6 +22,8 @@ struct ModelSummary {
   std::uint64_t kv_bytes_per_token = 0;  // f16 K and V over the attention layers
   std::uint64_t recurrent_bytes = 0;     // float32 conv windows and states of linear-attention layers, per stream
   std::uint64_t recurrent_layers = 0;    // linear-attention (Gated DeltaNet, Mamba-2) layers
+  // Sliding-window attention layers (not in kv_bytes_per_token): their f16 K and V over the window, per stream.
+  std::uint64_t window_layers = 0, window = 0, window_bytes = 0;
   std::string experts;           // mixture-of-experts layers: experts, top-k and routed parameters, total and active
   std::uint64_t parameters = 0;  // every weight's values (a quantized weight's codes count as values)
   std::uint64_t mtp_parameters = 0;  // of them, the MTP head's (`mtp.*`), which runs only to draft
@@ -31,7 +33,9 @@ struct ModelSummary {
   std::string tokenizer;  // "gpt2 (GGUF)", "tokenizer.json", or ""
 
   // Weights plus a full-context f16 KV cache: the floor for serving one stream at `context` tokens.
-  std::uint64_t memory_estimate() const { return weight_bytes + kv_bytes_per_token * context + recurrent_bytes; }
+  std::uint64_t memory_estimate() const {
+    return weight_bytes + kv_bytes_per_token * context + recurrent_bytes + window_bytes;
+  }
 };
 
 // A GGUF file or a checkpoint directory (config.json + safetensors). Throws CheckpointError.

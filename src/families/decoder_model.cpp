@@ -27,20 +27,21 @@ DecoderModel::DecoderModel(Backend& backend, ModelInfo info, DecoderWeights weig
     if (const auto* at = std::get_if<AttentionBlock>(&l.mixer)) {
       const bool windowed = at->cfg.spec.window > 0;
       AttentionSpec& shape = windowed ? window_shape_ : kv_shape_;
-      if (seen[windowed] && (shape.kv_heads != at->cfg.spec.kv_heads || shape.head_dim != at->cfg.spec.head_dim))
+      if (seen[windowed] && (shape.kv_heads != at->cfg.spec.kv_heads || shape.head_dim != at->cfg.spec.head_dim ||
+                             shape.window != at->cfg.spec.window))
         throw std::invalid_argument("DecoderModel: attention layers of one store with different key/value shapes");
       shape = at->cfg.spec;
       seen[windowed] = true;
     }
-  // float32 keys and values a position (the window store keeps every position too, for now).
-  info_.state_bytes_per_token = 4 * 2 *
-                                (static_cast<std::size_t>(w_.attention_layers()) *
-                                     static_cast<std::size_t>(kv_shape_.kv_heads * kv_shape_.head_dim) +
-                                 static_cast<std::size_t>(w_.window_layers()) *
-                                     static_cast<std::size_t>(window_shape_.kv_heads * window_shape_.head_dim));
+  // float32 keys and values a position of the full-attention layers; the window layers' store is a fixed size.
+  info_.state_bytes_per_token = 4 * 2 * static_cast<std::size_t>(w_.attention_layers()) *
+                                static_cast<std::size_t>(kv_shape_.kv_heads * kv_shape_.head_dim);
   // Two copies of each recurrent layer's state (the one before the last window is kept for rollback).
   info_.state_bytes_per_stream = 2 * static_cast<std::size_t>(w_.recurrent_layers()) *
                                  (mamba_layers_ ? mamba_.layer_bytes() : recurrent_.layer_bytes());
+  if (w_.window_layers() > 0)
+    info_.state_bytes_per_stream += backend_.window_cache_bytes(
+        w_.window_layers(), window_shape_.kv_heads, window_shape_.head_dim, window_shape_.window, info_.prefill_chunk);
 }
 
 DecoderModel::~DecoderModel() = default;
@@ -52,7 +53,9 @@ std::unique_ptr<SequenceState> DecoderModel::new_state() const {
       rec == 0        ? nullptr
       : mamba_layers_ ? backend_.new_mamba2_state(rec, mamba_)
                       : backend_.new_recurrent_state(rec, recurrent_),
-      windowed > 0 ? backend_.new_kv_cache(windowed, window_shape_.kv_heads, window_shape_.head_dim) : nullptr);
+      windowed > 0 ? backend_.new_window_cache(windowed, window_shape_.kv_heads, window_shape_.head_dim,
+                                               window_shape_.window, info_.prefill_chunk)
+                   : nullptr);
 }
 
 DecoderPart DecoderModel::part_of(SequenceState& state, std::span<const std::int32_t> tokens) const {

@@ -32,9 +32,11 @@ constexpr std::array<Family, 6> kFamilies{{
     {"nemotron_h", "nemotron_h", load_nemotron_h,
      "serves on MLX (not CUDA yet), drafting from its MTP head where it has one"},
     {"gemma4", "gemma4", load_gemma4,
-     "serves Hugging Face safetensors on MLX (not mlx-community quants or CUDA yet); E2B/E4B refused"},
+     "serves Hugging Face safetensors and mlx-community quants on the MLX CPU path (not CUDA or Metal yet); E2B/E4B "
+     "refused"},
     {"gemma4_text", "gemma4", load_gemma4,
-     "serves Hugging Face safetensors on MLX (not mlx-community quants or CUDA yet); E2B/E4B refused"},
+     "serves Hugging Face safetensors and mlx-community quants on the MLX CPU path (not CUDA or Metal yet); E2B/E4B "
+     "refused"},
 }};
 
 const Family* find_family(const std::string& architecture) {

@@ -6,7 +6,7 @@
 namespace tf {
 
 StreamState::StreamState(std::unique_ptr<KvCache> kv, std::unique_ptr<RecurrentState> recurrent,
-                         std::unique_ptr<KvCache> window)
+                         std::unique_ptr<WindowKvCache> window)
     : kv_(std::move(kv)), recurrent_(std::move(recurrent)), window_(std::move(window)) {
   if (!kv_ && !recurrent_ && !window_) throw std::invalid_argument("StreamState: a model with no layers");
 }

@@ -2,8 +2,9 @@
 // A stream's state in a decoder family: the stores of its layers' state kinds (ARCHITECTURE §3): a KvCache
 // for the attention layers (full keys and values, rolled back by truncation) and a RecurrentState for the
 // linear-attention layers (conv windows and recurrent matrices, rolled back by replaying the accepted rows of
-// the last window), and a second KvCache for sliding-window attention layers (their own head shape; today it
-// keeps every position, the window only masks). Each layer reaches its own slot of the store of its kind.
+// the last window), and a WindowKvCache for sliding-window attention layers (their own head shape; only the
+// positions still attended, rolled back inside the last call). Each layer reaches its own slot of the store of
+// its kind.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -18,7 +19,7 @@ namespace tf {
 class StreamState final : public SequenceState {
  public:
   StreamState(std::unique_ptr<KvCache> kv, std::unique_ptr<RecurrentState> recurrent,
-              std::unique_ptr<KvCache> window = nullptr);
+              std::unique_ptr<WindowKvCache> window = nullptr);
   ~StreamState() override;
   StreamState(const StreamState&) = delete;
   StreamState& operator=(const StreamState&) = delete;
@@ -47,7 +48,7 @@ class StreamState final : public SequenceState {
  private:
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<RecurrentState> recurrent_;
-  std::unique_ptr<KvCache> window_;
+  std::unique_ptr<WindowKvCache> window_;
   GreedyAhead ahead_;
   // The stores that exist, in snapshot order.
   std::vector<StateStore*> stores() const;

@@ -346,7 +346,8 @@ def test_models_prints_a_table(tensorfold, tmp_path):
     assert rows[0][4] == "serves on MLX and CUDA"
     assert [r[4] for r in rows if r[1] == "qwen3_5"][0].startswith("serves on MLX")
     assert [r[4] for r in rows if r[1] == "nemotron_h"][0].startswith("serves on MLX (not CUDA yet)")
-    assert [r[4] for r in rows if r[1] == "gemma4"][0].startswith("serves Hugging Face safetensors on MLX")
+    assert [r[4] for r in rows if r[1] == "gemma4"][0].startswith(
+        "serves Hugging Face safetensors and mlx-community quants on the MLX CPU path")
     assert [r[4] for r in rows if r[1] == "deepseek_v4"] == ["not supported yet"]
     assert f"model cache: {tmp_path / 'cache'}" in lines
 
@@ -370,6 +371,19 @@ def test_info_counts_nemotron_h_layers_state_and_experts(tensorfold):
     assert info["experts"] == ["8 routed (top 2 per token) + 1 shared, in 2 layers; routed-expert parameters "
                                f"{2 * 8 * 2 * 64 * 64}, active {2 * 2 * 2 * 64 * 64} per token"]
     assert info["family"][0].startswith("nemotron_h: serves on MLX")
+
+
+@pytest.mark.parametrize("variant", ["bf16", "mlx-4bit"])
+def test_info_counts_gemma4_full_layers_per_token_and_windows_per_stream(tensorfold, variant):
+    """The tiny gemma4 ([S, S, F, S, S, F], window 8): its 2 full layers of 1 KV head x 32 grow with the context
+    (f16 K and V: 2 * 2 * 2 * 32 = 256 B a token), its 4 sliding layers of 2 KV heads x 16 hold only their window
+    (2 * 2 * 4 * 2 * 16 * 8 = 4096 B a stream)."""
+    golden = Path(__file__).resolve().parents[1] / "goldens" / "gemma4" / variant
+    info = info_ok(tensorfold, golden)
+    assert info["architecture"] == ["gemma4"]
+    assert info["kv cache"] == ["256 B per token (f16; the 2 full-attention layers) + 4.0 KiB per stream (the 4 "
+                                "sliding-window layers' last 8 positions)"]
+    assert info["memory"][0].endswith("-token KV cache (full layers) + the sliding windows")
 
 
 def _safetensors_parameters(folder):

@@ -4,6 +4,7 @@
 
 #include "backends/mlx/host_kv_cache.h"
 #include "backends/mlx/host_recurrent_state.h"
+#include "backends/mlx/host_window_cache.h"
 #include "backends/mlx/kernels/gated_delta.h"
 #include "backends/mlx/kernels/invariant_attention.h"
 #include "backends/mlx/kernels/invariant_matmul.h"
@@ -271,12 +272,23 @@ void attend_host(HostKvCache& cache, int layer, const float* q, const float* k, 
                  std::int64_t start, const AttentionSpec& spec, float* out) {
   cache.write(layer, k, v, n, start);
   invariant_attention(q, n, start, cache.keys(layer), cache.values(layer), cache.capacity(layer),
-                      AttentionShape{spec.heads, spec.kv_heads, spec.head_dim, spec.scale, spec.window}, out);
+                      AttentionShape{spec.heads, spec.kv_heads, spec.head_dim, spec.scale, 0}, out);
+}
+
+// The same for a sliding-window layer, over its window store (which keeps only the positions rows still attend).
+void attend_host(HostWindowCache& cache, int layer, const float* q, const float* k, const float* v, std::int64_t n,
+                 std::int64_t start, const AttentionSpec& spec, float* out) {
+  if (spec.window != cache.window()) throw std::invalid_argument("attend: a window store of another window");
+  cache.write(layer, k, v, n, start);
+  invariant_attention(q, n, start, cache.keys(layer), cache.values(layer), cache.capacity(layer),
+                      AttentionShape{spec.heads, spec.kv_heads, spec.head_dim, spec.scale, spec.window}, out,
+                      cache.held_from(layer));
 }
 
 // One stream's attention on Metal: writes k, v [n, kv_heads * head_dim] at `start` of its cache, attends q over it.
 mx::array attend_run(KvCache& cache, int layer, const mx::array& q, const mx::array& k, const mx::array& v,
                      std::int64_t start, const AttentionSpec& spec) {
+  if (spec.window > 0) throw std::logic_error("attend: sliding-window layers run on the MLX CPU path only");
   auto& c = dynamic_cast<MlxKvCache&>(cache);
   const int n = q.shape(0);
   auto heads_first = [n](const mx::array& a, int heads, int d) {
@@ -285,14 +297,6 @@ mx::array attend_run(KvCache& cache, int layer, const mx::array& q, const mx::ar
   auto [K, V] =
       c.write(layer, heads_first(k, spec.kv_heads, spec.head_dim), heads_first(v, spec.kv_heads, spec.head_dim), start);
   auto qh = heads_first(q, spec.heads, spec.head_dim);
-  if (spec.window > 0) {  // causal and within the window: query i (position start + i) sees start + i - window + 1 ..
-    const int total = K.shape(2);
-    auto pos = mx::reshape(mx::add(mx::arange(n), mx::array(static_cast<int>(start))), {n, 1});
-    auto key = mx::reshape(mx::arange(total), {1, total});
-    auto keep = mx::logical_and(mx::less_equal(key, pos), mx::greater(key, mx::subtract(pos, mx::array(spec.window))));
-    auto o = mx::fast::scaled_dot_product_attention(qh, K, V, spec.scale, "", keep);
-    return mx::reshape(mx::transpose(o, {0, 2, 1, 3}), {n, spec.heads * spec.head_dim});
-  }
   auto o = mx::fast::scaled_dot_product_attention(qh, K, V, spec.scale, n > 1 ? "causal" : "");
   return mx::reshape(mx::transpose(o, {0, 2, 1, 3}), {n, spec.heads * spec.head_dim});
 }
@@ -482,7 +486,17 @@ class MlxBackend final : public Backend {
   }
 
   bool has_state_space() const override { return true; }
-  bool has_sliding_window() const override { return true; }
+  // On the CPU only: the window store is host memory (HostWindowCache); Metal's is not written yet.
+  bool has_sliding_window() const override { return cpu_; }
+  std::unique_ptr<WindowKvCache> new_window_cache(int layers, int kv_heads, int head_dim, int window,
+                                                  std::int64_t call_rows) override {
+    if (!cpu_) throw std::logic_error("new_window_cache: sliding-window layers run on the MLX CPU path only");
+    return std::make_unique<HostWindowCache>(layers, kv_heads, head_dim, window, call_rows);
+  }
+  std::size_t window_cache_bytes(int layers, int kv_heads, int head_dim, int window,
+                                 std::int64_t call_rows) const override {
+    return HostWindowCache::steady_bytes(layers, kv_heads, head_dim, window, call_rows);
+  }
 
   std::unique_ptr<RecurrentState> new_mamba2_state(int layers, const Mamba2Spec& spec) override {
     if (spec.heads <= 0 || spec.groups <= 0 || spec.heads % spec.groups != 0 || spec.head_dim <= 0 ||
@@ -694,8 +708,13 @@ class MlxBackend final : public Backend {
       auto [out, y] = new_rows(qv.rows, width);
       std::int64_t row = 0;
       for (const auto& run : runs) {
-        attend_host(dynamic_cast<HostKvCache&>(*run.cache), layer, qv.data + row * qv.cols, kv.data + row * kw,
-                    vv.data + row * kw, run.rows, run.start, spec, y + row * width);
+        const float *qr = qv.data + row * qv.cols, *kr = kv.data + row * kw, *vr = vv.data + row * kw;
+        if (spec.window > 0)
+          attend_host(dynamic_cast<HostWindowCache&>(*run.cache), layer, qr, kr, vr, run.rows, run.start, spec,
+                      y + row * width);
+        else
+          attend_host(dynamic_cast<HostKvCache&>(*run.cache), layer, qr, kr, vr, run.rows, run.start, spec,
+                      y + row * width);
         row += run.rows;
       }
       return out;

@@ -61,7 +61,7 @@ __attribute__((target_clones("avx2", "default"))) void weighted_sum(const float*
 }  // namespace
 
 void invariant_attention(const float* q, std::int64_t rows, std::int64_t start, const float* keys, const float* values,
-                         std::int64_t capacity, const AttentionShape& s, float* out) {
+                         std::int64_t capacity, const AttentionShape& s, float* out, std::int64_t held_from) {
   const int group = s.heads / s.kv_heads;
   const std::int64_t d = s.head_dim;
   const std::int64_t width = static_cast<std::int64_t>(s.heads) * d;
@@ -74,8 +74,8 @@ void invariant_attention(const float* q, std::int64_t rows, std::int64_t start, 
     const std::int64_t first = s.window > 0 ? std::max<std::int64_t>(0, start + i + 1 - s.window) : 0;
     const std::int64_t len = start + i + 1 - first;
     const float* qi = q + i * width + h * d;
-    const float* kh = keys + (g * capacity + first) * d;
-    const float* vh = values + (g * capacity + first) * d;
+    const float* kh = keys + (g * capacity + first - held_from) * d;
+    const float* vh = values + (g * capacity + first - held_from) * d;
     thread_local std::vector<float> scores;  // each thread's, reused: no allocation per (row, head)
     scores.resize(static_cast<std::size_t>(len));
     float* p = scores.data();

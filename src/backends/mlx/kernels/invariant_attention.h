@@ -14,9 +14,10 @@ struct AttentionShape {
 
 // q: [rows, heads * head_dim] for absolute positions start .. start + rows - 1.
 // keys/values: [kv_heads, capacity, head_dim] (row stride head_dim, head stride capacity * head_dim),
-//   holding at least start + rows positions.
+//   holding positions held_from .. start + rows - 1 (a sliding window's store keeps only the recent ones:
+//   held_from at most the first position the first row attends).
 // out: [rows, heads * head_dim].
-void invariant_attention(const float* q, std::int64_t rows, std::int64_t start, const float* keys,
-                         const float* values, std::int64_t capacity, const AttentionShape& shape, float* out);
+void invariant_attention(const float* q, std::int64_t rows, std::int64_t start, const float* keys, const float* values,
+                         std::int64_t capacity, const AttentionShape& shape, float* out, std::int64_t held_from = 0);
 
 }  // namespace tf
