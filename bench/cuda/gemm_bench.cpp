@@ -81,12 +81,6 @@ void bench_prefill_gemm(CudaBackend& be) {
     result(tag + ".mma_bf16x_q4g64_ms", ms_mma, "ms");
     result(tag + ".mma_bf16x_q4g64_tflops", flops / (ms_mma * 1e9), "TFLOPS");
     result(tag + ".mma_bf16x_over_cublas", ms_mma / ms_cublas, "x");
-    if (cuda::prefill_wgmma_takes(be.weight_view(q4.front()))) {
-      const double ms_wgmma = time_ms(s, 2, 7, wgmma);
-      result(tag + ".wgmma_bf16x_q4g64_ms", ms_wgmma, "ms");
-      result(tag + ".wgmma_bf16x_q4g64_tflops", flops / (ms_wgmma * 1e9), "TFLOPS");
-      result(tag + ".wgmma_over_mma_bf16x", ms_wgmma / ms_mma, "x");
-    }
     result(tag + ".mma_fullx_q4g64_ms", ms_full, "ms");
     result(tag + ".mma_fullx_q4g64_tflops", flops / (ms_full * 1e9), "TFLOPS");
     result(tag + ".mma_fullx_over_cublas", ms_full / ms_cublas, "x");
@@ -95,6 +89,13 @@ void bench_prefill_gemm(CudaBackend& be) {
     result(tag + ".cublas_bf16_ms", ms_cublas, "ms");
     result(tag + ".cublas_bf16_tflops", flops / (ms_cublas * 1e9), "TFLOPS");
     result(tag + ".ours_over_cublas", ms_ours / ms_cublas, "x");
+    // Last: the kernel that is new on the device.
+    if (cuda::prefill_wgmma_takes(be.weight_view(q4.front()))) {
+      const double ms_wgmma = time_ms(s, 2, 7, wgmma);
+      result(tag + ".wgmma_bf16x_q4g64_ms", ms_wgmma, "ms");
+      result(tag + ".wgmma_bf16x_q4g64_tflops", flops / (ms_wgmma * 1e9), "TFLOPS");
+      result(tag + ".wgmma_over_mma_bf16x", ms_wgmma / ms_mma, "x");
+    }
   }
   cublasDestroy(h);
   for (void* p : {static_cast<void*>(x), static_cast<void*>(y), static_cast<void*>(xb), scratch}) cudaFree(p);
