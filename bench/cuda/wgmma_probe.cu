@@ -208,10 +208,11 @@ double check_case(const HostWeight& hw, std::uint32_t lead, std::uint32_t stride
     if (std::memcmp(got.data(), again.data(), got.size() * 4) != 0) bits_ok = false;
     if (M == 40) first40 = got;
     if (M == 200 && std::memcmp(first40.data(), got.data(), first40.size() * 4) != 0) bits_ok = false;
-    for (float v : got)
-      if (!std::isfinite(v)) return 1e30;
+    std::int64_t unwritten = 0;
+    for (float v : got) unwritten += std::isfinite(v) ? 0 : 1;
     const std::int64_t checked = std::min(M, checked_max);
     double num = 0.0, den = 0.0;
+    std::vector<double> ref_head;  // rows 0-1, weight rows 0-7: printed when the case fails
     const std::int64_t wpr = K / 8, gpr = K / hw.group;
     for (std::int64_t m = 0; m < checked; ++m)
       for (std::int64_t n = 0; n < N; ++n) {
@@ -221,11 +222,21 @@ double check_case(const HostWeight& hw, std::uint32_t lead, std::uint32_t stride
           const std::size_t g = static_cast<std::size_t>(n * gpr + k / hw.group);
           acc += (hw.s[g] * q + hw.b[g]) * bf16_float(xh[static_cast<std::size_t>(m * K + k)]);
         }
+        if (m < 2 && n < 8) ref_head.push_back(acc);
         const double d = got[static_cast<std::size_t>(m * N + n)] - acc;
         num += d * d;
         den += acc * acc;
       }
-    worst = std::max(worst, std::sqrt(num / den));
+    const double e = unwritten > 0 ? 1e30 : std::sqrt(num / den);
+    if (!(e < 3e-5)) {  // what a wrong layout looks like: the first outputs beside float64
+      std::printf("  M %lld: %lld of %lld outputs unwritten; rows 0-1, weight rows 0-7 (got / float64):\n",
+                  static_cast<long long>(M), static_cast<long long>(unwritten), static_cast<long long>(M * N));
+      for (std::size_t i = 0; i < ref_head.size(); ++i)
+        std::printf("   [%zu,%zu] %.5g / %.5g\n", i / 8, i % 8, static_cast<double>(got[(i / 8) * N + i % 8]),
+                    ref_head[i]);
+      return e;
+    }
+    worst = std::max(worst, e);
   }
   return worst;
 }
