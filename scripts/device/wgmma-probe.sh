@@ -25,13 +25,13 @@ T0=$(date +%s)
 t() { echo "== $1 ($(($(date +%s) - T0)) s)"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 t probe
-timeout 100 .cuda-carry/probe/wgmma_probe >"$R/probe.log" 2>&1
+timeout "${PROBE_S:-100}" .cuda-carry/probe/wgmma_probe >"$R/probe.log" 2>&1
 echo "rc $?"
 cat "$R/probe.log"
 command -v cuobjdump >/dev/null &&
   echo "HGMMA in the probe's SASS: $(cuobjdump --dump-sass .cuda-carry/probe/wgmma_probe | grep -c HGMMA)"
 t prefill_gemm
-timeout 80 $W/new/bin/bench/tf_cuda_bench --section prefill_gemm >"$R/gemm.log" 2>&1
+timeout "${GEMM_S:-80}" $W/new/bin/bench/tf_cuda_bench --section prefill_gemm >"$R/gemm.log" 2>&1
 echo "rc $?"
 grep RESULT "$R/gemm.log" | grep -E '_ms|tflops|over'
 if [ "${PREFILL_AB:-0}" = 1 ] && grep -q "correct: kernel's reading PASS" "$R/probe.log"; then
@@ -45,7 +45,7 @@ if [ "${PREFILL_AB:-0}" = 1 ] && grep -q "correct: kernel's reading PASS" "$R/pr
 fi
 # Correctness only from here: the unit test beside the suite (its host references take CPU time, not GPU).
 t "unit test and suite"
-timeout 200 $W/new/bin/tf_cuda_tests --gtest_filter='CudaKernels.PrefillLinearWgmma*' >"$R/unit.log" 2>&1 &
+timeout "${SUITE_S:-200}" $W/new/bin/tf_cuda_tests --gtest_filter='CudaKernels.PrefillLinearWgmma*' >"$R/unit.log" 2>&1 &
 UPID=$!
 OUT=$W/suite timeout "${SUITE_S:-200}" scripts/device/run-gpu-suite.sh --prebuilt $W/base/bin --skip-bench \
   >$W/suite.console 2>&1
