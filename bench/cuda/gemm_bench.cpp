@@ -2,7 +2,8 @@
 // to know how far from the tensor cores' reach our prefill is. One layer of llama-3-8B's linears (q, k, v,
 // o, gate, up, down; 4-bit g64 codes, the integer kernel's weights) at M = 512 rows (a prefill chunk) and
 // M = 2048: ours (prefill_linear_mma, the bf16 GEMM over the codes, with x as one bf16 term (the default prompt
-// precision) and as two (--precision full); and the integer prefill_linear_imma, or
+// precision) and as two (--precision full); the bf16 form on the wgmma kernel (prefill_linear_wgmma.cu,
+// sm_90a builds); and the integer prefill_linear_imma, or
 // prefill_linear where the integer kernel does not take a weight) against cuBLAS bf16 x bf16 -> f32 on dense
 // bf16 weights of the same shapes (2x our weight bytes, tensor-core peak ~990 TFLOPS dense on the H200).
 // TFLOPS count 2 * M * N * K.
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/kernels/prefill_linear_wgmma.h"
 #include "bench/cuda/bench_common.h"
 
 namespace tf::bench {
@@ -55,6 +57,10 @@ void bench_prefill_gemm(CudaBackend& be) {
           cuda::prefill_linear_mma(x, w.cols, rows, be.weight_view(w), y, w.rows, scratch, scratch_bytes, form, s);
       };
     };
+    const auto wgmma = [&] {
+      for (const auto& w : q4)
+        cuda::prefill_linear_wgmma(x, w.cols, rows, be.weight_view(w), y, w.rows, scratch, scratch_bytes, s);
+    };
     const auto ours = [&] {
       for (const auto& w : q4) {
         const auto v = be.weight_view(w);
@@ -83,6 +89,13 @@ void bench_prefill_gemm(CudaBackend& be) {
     result(tag + ".cublas_bf16_ms", ms_cublas, "ms");
     result(tag + ".cublas_bf16_tflops", flops / (ms_cublas * 1e9), "TFLOPS");
     result(tag + ".ours_over_cublas", ms_ours / ms_cublas, "x");
+    // Last: the kernel that is new on the device.
+    if (cuda::prefill_wgmma_takes(be.weight_view(q4.front()))) {
+      const double ms_wgmma = time_ms(s, 2, 7, wgmma);
+      result(tag + ".wgmma_bf16x_q4g64_ms", ms_wgmma, "ms");
+      result(tag + ".wgmma_bf16x_q4g64_tflops", flops / (ms_wgmma * 1e9), "TFLOPS");
+      result(tag + ".wgmma_over_mma_bf16x", ms_wgmma / ms_mma, "x");
+    }
   }
   cublasDestroy(h);
   for (void* p : {static_cast<void*>(x), static_cast<void*>(y), static_cast<void*>(xb), scratch}) cudaFree(p);

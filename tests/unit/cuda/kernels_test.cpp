@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backends/cuda/kernels/prefill_linear_wgmma.h"
 #include "cuda_test_util.h"
 #include "engine/keyed_noise.h"
 #include "engine/sampler.h"
@@ -237,13 +238,15 @@ std::vector<double> ref_linear_bf16_x(const std::vector<float>& x, std::int64_t 
   return ref_linear(xr, rows, w);
 }
 
-void check_prefill_mma(PrefillX form) {
+// With `wgmma`, the bf16 form on the sm_90a kernel (prefill_linear_wgmma.cu) instead: the same checks, the
+// same bound.
+void check_prefill_mma(PrefillX form, bool wgmma = false) {
   int cases = 0;
   double worst = 0.0, worst_rounded = 0.0, worst_share = 0.0, worst_predicted = 0.0;
   for (const auto& c : linear_cases()) {
     const HostW hw = make_weight(c.n, c.k, c.bits, c.group, c.dtype);
     DevW dw(hw);
-    if (!prefill_linear_mma_takes(dw.view)) continue;
+    if (!prefill_linear_mma_takes(dw.view) || (wgmma && !prefill_wgmma_takes(dw.view))) continue;
     ++cases;
     const auto x = random_floats(static_cast<std::size_t>(200 * c.k));
     DevBuf<float> dx(x);
@@ -254,8 +257,12 @@ void check_prefill_mma(PrefillX form) {
       dy2.poison();
       const std::size_t scratch = prefill_mma_scratch_bytes(rows, c.k);
       DevBuf<std::uint8_t> sb(scratch);
-      prefill_linear_mma(dx.p, c.k, rows, dw.view, dy.p, c.n, sb.p, scratch, form, nullptr);
-      prefill_linear_mma(dx.p, c.k, rows, dw.view, dy2.p, c.n, sb.p, scratch, form, nullptr);
+      for (float* y : {dy.p, dy2.p}) {
+        if (wgmma)
+          prefill_linear_wgmma(dx.p, c.k, rows, dw.view, y, c.n, sb.p, scratch, nullptr);
+        else
+          prefill_linear_mma(dx.p, c.k, rows, dw.view, y, c.n, sb.p, scratch, form, nullptr);
+      }
       const auto got = dy.download(), again = dy2.download();
       const std::vector<float> xr(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(rows) * c.k);
       const auto ref = ref_linear(xr, rows, hw);
@@ -307,11 +314,11 @@ void check_prefill_mma(PrefillX form) {
     std::printf("[ mma ] x as two terms: %d weight formats, worst relative error %.3g\n", cases, worst);
   else
     std::printf(
-        "[ mma ] x as bf16: %d weight formats, worst relative error %.3g against float64 (random-sign "
+        "[ %s ] x as bf16: %d weight formats, worst relative error %.3g against float64 (random-sign "
         "expectation at most %.3g), %.3g against float64 of the rounded x; worst |err| / sum|w x| %.3g "
         "(bound 2^-8 = %.3g plus K 2^-23)\n",
-        cases, worst, worst_predicted, worst_rounded, worst_share, std::ldexp(1.0, -8));
-  EXPECT_GE(cases, 20);
+        wgmma ? "wgmma" : "mma", cases, worst, worst_predicted, worst_rounded, worst_share, std::ldexp(1.0, -8));
+  EXPECT_GE(cases, wgmma ? 15 : 20);  // wgmma: the 4-bit formats
 }
 
 TEST(CudaKernels, PrefillLinearMmaTwoTermsMatchesFloat64AndRepeats) {
@@ -322,6 +329,16 @@ TEST(CudaKernels, PrefillLinearMmaTwoTermsMatchesFloat64AndRepeats) {
 TEST(CudaKernels, PrefillLinearMmaBf16WithinItsBoundAndRepeats) {
   TF_NEED_GPU();
   check_prefill_mma(PrefillX::Bf16);
+}
+
+TEST(CudaKernels, PrefillLinearWgmmaBf16WithinItsBoundAndRepeats) {
+  TF_NEED_GPU();
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess || prop.major != 9)
+    GTEST_SKIP() << "wgmma needs compute capability 9.x";
+  if (!prefill_wgmma_takes(WeightView{nullptr, nullptr, nullptr, 4, 64, ElemType::BF16, 64, 64}))
+    GTEST_SKIP() << "built without sm_90a code (CMAKE_CUDA_ARCHITECTURES=90a builds it)";
+  check_prefill_mma(PrefillX::Bf16, true);
 }
 
 TEST(CudaKernels, RmsNormWithResidual) {

@@ -33,7 +33,9 @@
 
 #include <cstdint>
 
+#include "backends/cuda/kernels/bf16_codes.cuh"
 #include "backends/cuda/kernels/common.cuh"
+#include "backends/cuda/kernels/prefill_linear_wgmma.h"
 #include "backends/cuda/kernels/tiled_layout.h"
 
 namespace tf::cuda {
@@ -82,25 +84,11 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const std::uint32_t (&a)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Two small integers (< 128) at bits 0.. and 16.. of v as a bf16 pair: 128 + q has q in the mantissa of
-// 0x4300 (128.0), and subtracting 128 is exact.
-__device__ __forceinline__ std::uint32_t small_pair_bf16(std::uint32_t v) {
-  const std::uint32_t biased = v | 0x43004300u;
-  const __nv_bfloat162 r =
-      __hsub2(*reinterpret_cast<const __nv_bfloat162*>(&biased), __floats2bfloat162_rn(128.0f, 128.0f));
-  return *reinterpret_cast<const std::uint32_t*>(&r);
-}
-
 // One word's codes as bf16, k order, into dst (8-, 4- or 2-bit: 4, 8 or 16 codes).
 template <int BITS>
 __device__ __forceinline__ void store_word(__nv_bfloat16* dst, std::uint32_t w) {
   if constexpr (BITS == 4) {
-    uint4 o;
-    o.x = small_pair_bf16((w & 0xFu) | ((w << 12) & 0xF0000u));
-    o.y = small_pair_bf16(((w >> 8) & 0xFu) | ((w << 4) & 0xF0000u));
-    o.z = small_pair_bf16(((w >> 16) & 0xFu) | ((w >> 4) & 0xF0000u));
-    o.w = small_pair_bf16(((w >> 24) & 0xFu) | ((w >> 12) & 0xF0000u));
-    *reinterpret_cast<uint4*>(dst) = o;
+    *reinterpret_cast<uint4*>(dst) = four_bit_word_bf16(w);
   } else if constexpr (BITS == 2) {
     std::uint32_t o[8];
 #pragma unroll
@@ -440,29 +428,33 @@ void dispatch_bits(const ScratchParts& p, std::int64_t M, const WeightView& w, f
     dispatch_scale<8, GROUP, false, TWO>(p, M, w, y, ys, s);
 }
 
-// The split kernel, then the GEMM, for one group size and form of x.
+// The split kernel, then the GEMM, for one group size and form of x: the bf16 form on the wgmma kernel when
+// `wgmma` (prefill_linear_wgmma.cu, the same scratch), else on this file's.
 template <int GROUP, bool TWO>
 void split_and_multiply(const float* x, std::int64_t x_stride, std::int64_t rows, const WeightView& w, float* y,
-                        std::int64_t y_stride, const ScratchParts& p, cudaStream_t s) {
+                        std::int64_t y_stride, const ScratchParts& p, bool wgmma, cudaStream_t s) {
   const std::int64_t threads = rows * (w.cols / 8);
   const dim3 sgrid(static_cast<unsigned int>(ceil_div(threads, 256)));
   launch_pdl(split_x_kernel<GROUP, TWO>, sgrid, dim3(256), 0, s, x, x_stride, rows, w.cols, p.xh, p.xl, p.xsum);
   check_launch("prefill_split_x");
-  dispatch_bits<GROUP, TWO>(p, rows, w, y, y_stride, s);
+  if (!TWO && wgmma)
+    prefill_wgmma(p.xh, p.xsum, rows, w, y, y_stride, s);
+  else
+    dispatch_bits<GROUP, TWO>(p, rows, w, y, y_stride, s);
 }
 
 template <bool TWO>
 void split_and_multiply(const float* x, std::int64_t x_stride, std::int64_t rows, const WeightView& w, float* y,
-                        std::int64_t y_stride, const ScratchParts& p, cudaStream_t s) {
+                        std::int64_t y_stride, const ScratchParts& p, bool wgmma, cudaStream_t s) {
   switch (w.group) {
     case 32:
-      split_and_multiply<32, TWO>(x, x_stride, rows, w, y, y_stride, p, s);
+      split_and_multiply<32, TWO>(x, x_stride, rows, w, y, y_stride, p, wgmma, s);
       break;
     case 64:
-      split_and_multiply<64, TWO>(x, x_stride, rows, w, y, y_stride, p, s);
+      split_and_multiply<64, TWO>(x, x_stride, rows, w, y, y_stride, p, wgmma, s);
       break;
     default:
-      split_and_multiply<128, TWO>(x, x_stride, rows, w, y, y_stride, p, s);
+      split_and_multiply<128, TWO>(x, x_stride, rows, w, y, y_stride, p, wgmma, s);
       break;
   }
 }
@@ -491,10 +483,21 @@ void prefill_linear_mma(const float* x, std::int64_t x_stride, std::int64_t rows
     throw std::invalid_argument("prefill_linear_mma: weight not on the bf16 GEMM, scratch too small or x misaligned");
   const ScratchParts p = scratch_parts(scratch, rows, w.cols);
   if (x_terms == PrefillX::TwoTerms)
-    split_and_multiply<true>(x, x_stride, rows, w, y, y_stride, p, s);
+    split_and_multiply<true>(x, x_stride, rows, w, y, y_stride, p, false, s);
   else
-    split_and_multiply<false>(x, x_stride, rows, w, y, y_stride, p, s);
+    split_and_multiply<false>(x, x_stride, rows, w, y, y_stride, p, prefill_wgmma_on() && prefill_wgmma_takes(w), s);
   check_launch("prefill_linear_mma");
+}
+
+void prefill_linear_wgmma(const float* x, std::int64_t x_stride, std::int64_t rows, const WeightView& w, float* y,
+                          std::int64_t y_stride, void* scratch, std::size_t scratch_bytes, cudaStream_t s) {
+  if (!prefill_linear_mma_takes(w) || !prefill_wgmma_takes(w) ||
+      scratch_bytes < prefill_mma_scratch_bytes(rows, w.cols) || x_stride % 4 != 0 ||
+      reinterpret_cast<std::uintptr_t>(x) % 16 != 0)
+    throw std::invalid_argument(
+        "prefill_linear_wgmma: weight not on the wgmma GEMM, scratch too small or x misaligned");
+  split_and_multiply<false>(x, x_stride, rows, w, y, y_stride, scratch_parts(scratch, rows, w.cols), true, s);
+  check_launch("prefill_linear_wgmma");
 }
 
 }  // namespace tf::cuda
