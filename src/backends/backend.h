@@ -155,6 +155,10 @@ struct StreamRows {
   std::int64_t rows = 0;
   RecurrentState* recurrent = nullptr;
   KvCache* window_cache = nullptr;  // the sliding-window layers' store, where the model has such layers
+  // Blocks that keep their state on the host (blocks/host_row_log.h: sparse attention, n-gram embeddings) find
+  // it here, and the run's token ids (the n-gram windows hash them).
+  StateStore* host_rows = nullptr;
+  std::span<const std::int32_t> tokens;
 };
 
 // Greedy ids the device may still be computing (Backend::argmax_rows_async). A later step's embedding can

@@ -1,6 +1,7 @@
 #include "blocks/moe.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace tf {
@@ -46,10 +47,11 @@ MoeBlock MoeBlock::load(WeightSource& src, const std::string& prefix, const MoeC
              "' in any known layout)");
   }
   if (cfg.shared_ffn > 0) {
-    const std::string s = prefix + "shared_experts.";
+    const std::string s = prefix + cfg.shared_name;
     if (cfg.gated) m.shared_gate = src.matrix(s + "gate_proj.weight", cfg.shared_ffn, cfg.hidden);
     m.shared_up = src.matrix(s + "up_proj.weight", cfg.shared_ffn, cfg.hidden);
     m.shared_down = src.matrix(s + "down_proj.weight", cfg.hidden, cfg.shared_ffn);
+    if (cfg.shared_expert_gate) m.shared_expert_gate = src.matrix(prefix + "shared_expert_gate.weight", 1, cfg.hidden);
   }
   if (cfg.latent > 0) {
     m.latent_in = src.matrix(prefix + "fc1_latent_proj.weight", cfg.latent, cfg.hidden);
@@ -121,7 +123,18 @@ Tensor MoeBlock::forward(Backend& b, const Tensor& h, const Tensor* router_input
   if (cfg.shared_ffn > 0) {
     const Tensor act = cfg.gated ? glu(b, b.linear(h, shared_gate), b.linear(h, shared_up), cfg.activation)
                                  : b.relu_squared(b.linear(h, shared_up));
-    out = b.add(out, b.linear(act, shared_down));
+    Tensor shared = b.linear(act, shared_down);
+    if (cfg.shared_expert_gate) {
+      // Each row's own gate on the host (one value a row).
+      const std::vector<float> g = b.to_host(b.linear(h, shared_expert_gate));
+      std::vector<float> y = b.to_host(shared);
+      for (std::int64_t r = 0; r < n; ++r) {
+        const float s = 1.0f / (1.0f + std::exp(-g[static_cast<std::size_t>(r)]));
+        for (std::int64_t j = 0; j < cfg.hidden; ++j) y[static_cast<std::size_t>(r * cfg.hidden + j)] *= s;
+      }
+      shared = b.from_host(y, n, cfg.hidden);
+    }
+    out = b.add(out, shared);
   }
   return out;
 }

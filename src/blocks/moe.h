@@ -3,7 +3,8 @@
 // each row's top-k routed experts; each expert is a SwiGLU MLP down(silu(gate x) * up x) or a non-gated one
 // down(max(up x, 0)^2); their outputs, times the router's weights, are summed in ascending expert order; an
 // optional latent projection wraps the routed experts (x -> latent_in x before them, latent_out after the sum);
-// an optional shared expert (same activation) runs on every row and is added unweighted.
+// an optional shared expert (same activation) runs on every row and is added, unweighted or under a per-row
+// sigmoid gate of its own (Qwen3-Next's shared_expert_gate).
 //
 // Exactness: each row is routed from its own logits alone and sums its experts' outputs in a fixed order. In
 // calls of up to Backend::invariant_rows() rows (decode, verify windows, shared rounds) every expert product is
@@ -31,6 +32,8 @@ struct MoeConfig {
   bool gated = true;                               // gated experts (act(gate) * up); false: up/down with squared ReLU
   GluActivation activation = GluActivation::Silu;  // the gated experts' (and shared expert's) activation
   std::string router_name = "gate.weight";         // the router's projection under the block's prefix
+  std::string shared_name = "shared_experts.";     // the shared expert's prefix under the block's
+  bool shared_expert_gate = false;  // the shared expert's output times sigmoid(shared_expert_gate.weight . x)
   RouterSpec router;
 };
 
@@ -39,6 +42,7 @@ struct MoeBlock {
   DeviceWeight router;                       // [experts, hidden]
   std::vector<DeviceWeight> gate, up, down;  // per expert (gate only when gated)
   DeviceWeight shared_gate, shared_up, shared_down;
+  DeviceWeight shared_expert_gate;  // [1, hidden], where cfg.shared_expert_gate
   DeviceWeight latent_in, latent_out;
 
   // From `prefix`: the router gate.weight (+ gate.e_score_correction_bias, read into cfg.router), the routed
@@ -47,7 +51,8 @@ struct MoeBlock {
   //   experts.{gate_up,up,down}_proj [E, out, in]          transformers 5 stacks (gate_up fused: gate rows first)
   //   switch_mlp.{gate,up,down}_proj.weight [E, out, in]   mlx-lm (quantized with a leading E dimension)
   //   switch_mlp.{fc1,fc2}.weight [E, out, in]             mlx-lm's non-gated experts (fc1 up, fc2 down)
-  // then shared_experts.{gate,up,down}_proj and fc1_latent_proj / fc2_latent_proj where the config has them.
+  // then shared_experts.{gate,up,down}_proj (cfg.shared_name; + shared_expert_gate.weight) and fc1_latent_proj /
+  // fc2_latent_proj where the config has them.
   static MoeBlock load(WeightSource& src, const std::string& prefix, const MoeConfig& cfg);
   // h [n, hidden] -> [n, hidden]; the router reads `router_input` [n, hidden] where given (Gemma 4 routes
   // from its own normed input, the experts from another), else h.

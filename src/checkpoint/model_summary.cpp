@@ -33,7 +33,8 @@ void count_hybrid_layers(ModelSummary& s, const nlohmann::json& t) {
   if (vh == 0 || kd == 0 || vd == 0) return;
   std::uint64_t full = 0;
   if (auto lt = t.find("layer_types"); lt != t.end() && lt->is_array()) {
-    for (const auto& x : *lt) full += x == "full_attention" ? 1 : 0;
+    // Qwen3.8 Flash Next's sparse attention layers (indexed_attention) keep keys for every position too.
+    for (const auto& x : *lt) full += x == "full_attention" || x == "indexed_attention" ? 1 : 0;
   } else if (const auto every = get("full_attention_interval"); every > 0) {
     full = s.layers / every;
   } else {

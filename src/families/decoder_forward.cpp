@@ -23,6 +23,19 @@ int DecoderWeights::window_layers() const {
   return n;
 }
 
+std::vector<std::int64_t> DecoderWeights::host_row_widths() const {
+  std::vector<std::int64_t> widths;
+  const auto put = [&](int slot, std::int64_t width) {
+    if (widths.size() <= static_cast<std::size_t>(slot)) widths.resize(static_cast<std::size_t>(slot) + 1, 0);
+    widths[static_cast<std::size_t>(slot)] = width;
+  };
+  for (const auto& l : layers) {
+    if (const auto* s = std::get_if<SparseAttentionBlock>(&l.mixer)) put(l.slot, s->log_width());
+    if (l.ngrams) put(l.ngrams->slot, l.ngrams->log_width());
+  }
+  return widths;
+}
+
 Tensor output_logits(Backend& b, const DecoderWeights& w, const Tensor& normed) {
   const Tensor logits = b.linear(normed, w.output);
   return w.logit_softcap > 0.0f ? b.softcap(logits, w.logit_softcap) : logits;
@@ -60,15 +73,17 @@ Tensor decoder_logits(Backend& b, const DecoderWeights& w, std::span<const Decod
   runs.reserve(parts.size());
   std::int64_t total = 0;
   for (const auto& p : parts) {
-    if ((p.cache == nullptr && p.recurrent == nullptr && p.window == nullptr) || p.tokens.empty())
+    if ((p.cache == nullptr && p.recurrent == nullptr && p.window == nullptr && p.host_rows == nullptr) ||
+        p.tokens.empty())
       throw std::invalid_argument("decoder forward: an empty part");
     if (p.fed && (parts.size() > 1 || p.fed->rows() != static_cast<std::int64_t>(p.tokens.size())))
       throw std::invalid_argument("decoder forward: device-fed ids in a shared round or of another length");
     const auto n = static_cast<std::int64_t>(p.tokens.size());
     const std::int64_t start = p.cache != nullptr       ? p.cache->length()
                                : p.recurrent != nullptr ? p.recurrent->length()
-                                                        : p.window->length();
-    runs.push_back({p.cache, start, n, p.recurrent, p.window});
+                               : p.window != nullptr    ? p.window->length()
+                                                        : p.host_rows->length();
+    runs.push_back({p.cache, start, n, p.recurrent, p.window, p.host_rows, p.tokens});
     total += n;
   }
   std::span<const std::int32_t> tokens = parts.front().tokens;
@@ -81,11 +96,15 @@ Tensor decoder_logits(Backend& b, const DecoderWeights& w, std::span<const Decod
   const auto& fed = parts.front().fed;
   Tensor x = fed ? b.embed(w.embed, fed) : b.embed(w.embed, tokens);
   if (w.embed_scale != 1.0f) x = b.scale(x, w.embed_scale);
+  if (w.streams > 1) x = widen_streams(b, x, w.embed.cols, w.streams);
   for (const auto& l : w.layers) x = l.forward(b, x, runs, w.rms_eps);
-  if (hidden != nullptr) *hidden = b.rms_norm(x, w.final_norm, w.rms_eps);
+  const auto final_row = [&](const Tensor& t) {
+    return w.final_mixer ? w.final_mixer->enter(b, t, nullptr) : b.rms_norm(t, w.final_norm, w.rms_eps);
+  };
+  if (hidden != nullptr) *hidden = final_row(x);
   // Always through last_rows, even for every row: one tape shape for solo and shared rounds alike.
   Tensor last = b.last_rows(x, logit_rows);
-  return output_logits(b, w, b.rms_norm(last, w.final_norm, w.rms_eps));
+  return output_logits(b, w, final_row(last));
 }
 
 }  // namespace tf

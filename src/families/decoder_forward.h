@@ -20,9 +20,16 @@ struct DecoderWeights {
   float rms_eps = 1e-5f;
   float embed_scale = 1.0f;      // the embedding rows times this (Gemma: sqrt(hidden))
   float logit_softcap = 0.0f;    // > 0: logits = cap * tanh(logits / cap)
+  // Hyper-connections: the embedding row is copied into `streams` residual streams, and `final_mixer` (its
+  // enter()) makes the row the output projection reads, in place of final_norm.
+  int streams = 1;
+  std::shared_ptr<const HyperConnections> final_mixer;
   int attention_layers() const;  // attending over every position (the KvCache store)
   int window_layers() const;     // sliding-window attention (the window store)
   int recurrent_layers() const;
+  // The row widths of the layers whose state a HostRowLog keeps (sparse attention, then n-gram embeddings, in
+  // the slots the layer plan gave them); empty when none.
+  std::vector<std::int64_t> host_row_widths() const;
 };
 
 // The logits of rows after the final norm: the output projection, soft-capped where the model says.
@@ -41,6 +48,7 @@ struct DecoderPart {
   // Set: the part's one token is this id on the device (GreedyAhead), and `tokens` holds a placeholder.
   std::shared_ptr<DeviceIds> fed;
   KvCache* window = nullptr;  // null when no layer has a sliding window
+  StateStore* host_rows = nullptr;  // null when no block keeps host rows (blocks/host_row_log.h)
 };
 
 // The logits left on the backend: with one part, of its last `logit_rows` positions (<= 0: every row); with

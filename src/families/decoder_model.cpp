@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "blocks/host_row_log.h"
 #include "blocks/weight_source.h"
 #include "families/mtp_draft_head.h"
 #include "families/stream_state.h"
@@ -36,6 +37,8 @@ DecoderModel::DecoderModel(Backend& backend, ModelInfo info, DecoderWeights weig
   // float32 keys and values a position of the full-attention layers; the window layers' store is a fixed size.
   info_.state_bytes_per_token = 4 * 2 * static_cast<std::size_t>(w_.attention_layers()) *
                                 static_cast<std::size_t>(kv_shape_.kv_heads * kv_shape_.head_dim);
+  // Host rows (sparse attention's keys, values and index keys; n-gram windows), float32, every position.
+  for (const auto w : w_.host_row_widths()) info_.state_bytes_per_token += 4 * static_cast<std::size_t>(w);
   // Two copies of each recurrent layer's state (the one before the last window is kept for rollback).
   info_.state_bytes_per_stream = 2 * static_cast<std::size_t>(w_.recurrent_layers()) *
                                  (mamba_layers_ ? mamba_.layer_bytes() : recurrent_.layer_bytes());
@@ -55,12 +58,13 @@ std::unique_ptr<SequenceState> DecoderModel::new_state() const {
                       : backend_.new_recurrent_state(rec, recurrent_),
       windowed > 0 ? backend_.new_window_cache(windowed, window_shape_.kv_heads, window_shape_.head_dim,
                                                window_shape_.window, info_.prefill_chunk)
-                   : nullptr);
+                   : nullptr,
+      w_.host_row_widths().empty() ? nullptr : std::make_unique<HostRowLog>(w_.host_row_widths()));
 }
 
 DecoderPart DecoderModel::part_of(SequenceState& state, std::span<const std::int32_t> tokens) const {
   auto& st = dynamic_cast<StreamState&>(state);
-  return {st.kv(), st.recurrent(), tokens, nullptr, st.window()};
+  return {st.kv(), st.recurrent(), tokens, nullptr, st.window(), st.host_rows()};
 }
 
 std::vector<float> DecoderModel::forward(SequenceState& state, std::span<const std::int32_t> tokens,
@@ -116,7 +120,7 @@ std::vector<ForwardResult> DecoderModel::forward_parts(std::span<const ForwardPa
   };
   // Before anything asks a state for its stores (StreamState::kv() drops a queued step).
   if (parts.size() == 1 && parts[0].ids && parts[0].tokens.size() == 1 && backend_.has_device_ids() &&
-      w_.recurrent_layers() == 0 && w_.window_layers() == 0 && on_backend(parts[0])) {
+      w_.recurrent_layers() == 0 && w_.window_layers() == 0 && w_.host_row_widths().empty() && on_backend(parts[0])) {
     TokenChoice c = parts[0].choice;
     c.position = parts[0].state->length() + 1;
     return {one_token_round(*parts[0].state, parts[0].tokens[0], parts[0].ahead, c)};

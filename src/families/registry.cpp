@@ -11,6 +11,7 @@
 #include "families/model.h"
 #include "families/nemotron_h/nemotron_h.h"
 #include "families/qwen3_5/qwen3_5.h"
+#include "families/qwen4_exp/qwen4_exp.h"
 #include "families/servable.h"
 
 namespace tf {
@@ -23,9 +24,12 @@ struct Family {
   const char* works;  // what serves today (`tensorfold info`, `models`)
 };
 
+constexpr const char* kQwen4ExpWorks =
+    "serves Hugging Face bf16 safetensors on MLX (not quantized, CUDA or MTP drafting yet)";
+
 // The one list of served architectures: load_model() dispatches on it, and `pull`, `serve REPO`, `models` and
 // `info` ask it (servable.h) before any weight is read or downloaded. A new family is one line here.
-constexpr std::array<Family, 6> kFamilies{{
+constexpr std::array<Family, 8> kFamilies{{
     {"llama", "llama", load_llama, "serves on MLX and CUDA"},
     {"qwen3_5", "qwen3_5", load_qwen3_5, "serves on MLX and CUDA, drafting from its MTP head where it has one"},
     {"qwen3_5_text", "qwen3_5", load_qwen3_5, "serves on MLX and CUDA, drafting from its MTP head where it has one"},
@@ -37,6 +41,8 @@ constexpr std::array<Family, 6> kFamilies{{
     {"gemma4_text", "gemma4", load_gemma4,
      "serves Hugging Face safetensors and mlx-community quants on the MLX CPU path (not CUDA or Metal yet); E2B/E4B "
      "refused"},
+    {"qwen4_exp", "qwen4_exp", load_qwen4_exp, kQwen4ExpWorks},
+    {"qwen4_exp_text", "qwen4_exp", load_qwen4_exp, kQwen4ExpWorks},
 }};
 
 const Family* find_family(const std::string& architecture) {

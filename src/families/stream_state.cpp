@@ -6,15 +6,19 @@
 namespace tf {
 
 StreamState::StreamState(std::unique_ptr<KvCache> kv, std::unique_ptr<RecurrentState> recurrent,
-                         std::unique_ptr<WindowKvCache> window)
-    : kv_(std::move(kv)), recurrent_(std::move(recurrent)), window_(std::move(window)) {
-  if (!kv_ && !recurrent_ && !window_) throw std::invalid_argument("StreamState: a model with no layers");
+                         std::unique_ptr<WindowKvCache> window, std::unique_ptr<StateStore> host_rows)
+    : kv_(std::move(kv)),
+      recurrent_(std::move(recurrent)),
+      window_(std::move(window)),
+      host_rows_(std::move(host_rows)) {
+  if (!kv_ && !recurrent_ && !window_ && !host_rows_)
+    throw std::invalid_argument("StreamState: a model with no layers");
 }
 
 std::vector<StateStore*> StreamState::stores() const {
   std::vector<StateStore*> out;
   for (StateStore* s : {static_cast<StateStore*>(kv_.get()), static_cast<StateStore*>(recurrent_.get()),
-                        static_cast<StateStore*>(window_.get())})
+                        static_cast<StateStore*>(window_.get()), host_rows_.get()})
     if (s != nullptr) out.push_back(s);
   return out;
 }
@@ -27,7 +31,11 @@ StreamState::~StreamState() {
 }
 
 std::int64_t StreamState::length() const {
-  return (kv_ ? kv_->length() : recurrent_ ? recurrent_->length() : window_->length()) - ahead_.ahead();
+  return (kv_          ? kv_->length()
+          : recurrent_ ? recurrent_->length()
+          : window_    ? window_->length()
+                       : host_rows_->length()) -
+         ahead_.ahead();
 }
 
 void StreamState::truncate(std::int64_t length) {
@@ -35,6 +43,7 @@ void StreamState::truncate(std::int64_t length) {
   if (kv_) kv()->truncate(length);
   if (recurrent_) recurrent_->truncate(length);
   if (window_) window_->truncate(length);
+  if (host_rows_) host_rows_->truncate(length);
 }
 
 std::size_t StreamState::bytes() const {
@@ -52,7 +61,7 @@ RecurrentState* StreamState::recurrent() { return recurrent_.get(); }
 
 std::int32_t StreamState::greedy_round(Backend& b, std::int32_t token, bool queue_next,
                                        const GreedyAhead::Record& record, const TokenChoice& choice) {
-  if (!kv_ || recurrent_ || window_)
+  if (!kv_ || recurrent_ || window_ || host_rows_)
     throw std::logic_error("greedy_round: only models of one attention store queue steps ahead");
   return ahead_.next(b, *kv_, token, queue_next, record, choice);
 }

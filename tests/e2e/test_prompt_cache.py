@@ -3,7 +3,8 @@ the last message start, prefills only what follows, and still replies exactly wh
 replies, bit for bit (token ids), greedy and seeded T>0, on the default model (llama family), the tiny qwen3_5
 checkpoint (Gated DeltaNet: conv windows and recurrent state are restored too) and the tiny nemotron_h one
 (Mamba-2 conv windows and SSM states, experts) and the tiny gemma4 one (a sliding-window store past its
-window, beside full layers of another head shape). Then the same after a restart
+window, beside full layers of another head shape) and the tiny qwen4_exp one (sparse attention's rows and the
+n-gram windows in the host-row store, past the indexer's dense prefix). Then the same after a restart
 that reads the snapshots from --snapshot-dir; a corrupted, a truncated and another model's snapshot are each
 refused (removed, with a log line) and the reply still equals fresh; and a cache filled past --prompt-cache-gib
 stays within its budget. The qwen3_5 turns and the restart also run on two tensor-parallel ranks (--tp 2)."""
@@ -21,6 +22,7 @@ from ._serve import start_serve
 QWEN = Path(__file__).resolve().parents[1] / "goldens" / "qwen3_5" / "mlx-4bit"
 NEMOTRON = Path(__file__).resolve().parents[1] / "goldens" / "nemotron_h" / "bf16"
 GEMMA4 = Path(__file__).resolve().parents[1] / "goldens" / "gemma4" / "bf16"
+QWEN4_EXP = Path(__file__).resolve().parents[1] / "goldens" / "qwen4_exp" / "bf16"
 MAX_TOKENS = 12
 
 CONVERSATIONS = [
@@ -123,6 +125,13 @@ def gemma4(tensorfold_bin, tmp_path_factory):
     f.stop()
 
 
+@pytest.fixture(scope="module")
+def qwen4_exp(tensorfold_bin, tmp_path_factory):
+    f = Family(tensorfold_bin, QWEN4_EXP, tmp_path_factory.mktemp("cache-qwen4_exp"))
+    yield f
+    f.stop()
+
+
 def test_startup_report_says_mtp_drafted_streams_are_not_cached(tensorfold_bin, tmp_path):
     server = start_serve(tensorfold_bin, NEMOTRON, ["--prompt-cache-gib", "1", "--snapshot-dir", "none"], tmp_path)
     try:
@@ -156,6 +165,12 @@ def test_nemotron_h_turn2_resumes_exactly(nemotron, conv_i, sampling_i):
 def test_gemma4_turn2_resumes_exactly_after_the_window_slid(gemma4, conv_i, sampling_i):
     """Turn 2's prompt is far past the sliding window (8): the restored window store and a fresh prefill agree."""
     gemma4.run_case(conv_i, sampling_i)
+
+
+@pytest.mark.parametrize("conv_i,sampling_i", QWEN_CASES)
+def test_qwen4_exp_turn2_resumes_exactly(qwen4_exp, conv_i, sampling_i):
+    """Turn 2's prompt is past the indexer's dense prefix: the restored host rows and a fresh prefill agree."""
+    qwen4_exp.run_case(conv_i, sampling_i)
 
 
 def test_metrics_count_hits(llama):
@@ -210,7 +225,7 @@ def test_qwen3_5_turn2_resumes_exactly_on_two_ranks(qwen_tp2, conv_i, sampling_i
     qwen_tp2.run_case(conv_i, sampling_i)
 
 
-@pytest.mark.parametrize("fam", ["llama", "qwen", "qwen_tp2", "nemotron", "gemma4"])
+@pytest.mark.parametrize("fam", ["llama", "qwen", "qwen_tp2", "nemotron", "gemma4", "qwen4_exp"])
 def test_restart_resumes_from_disk(request, fam):
     family = request.getfixturevalue(fam)
     assert family.turn2, "run the turn-2 cases first (file order)"
