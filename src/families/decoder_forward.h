@@ -18,8 +18,8 @@ struct DecoderWeights {
   DeviceWeight embed, final_norm, output;  // output is embed when tied
   std::vector<DecoderLayer> layers;
   float rms_eps = 1e-5f;
-  float embed_scale = 1.0f;      // the embedding rows times this (Gemma: sqrt(hidden))
-  float logit_softcap = 0.0f;    // > 0: logits = cap * tanh(logits / cap)
+  float embed_scale = 1.0f;    // the embedding rows times this (Gemma: sqrt(hidden))
+  float logit_softcap = 0.0f;  // > 0: logits = cap * tanh(logits / cap)
   // Hyper-connections: the embedding row is copied into `streams` residual streams, and `final_mixer` (its
   // enter()) makes the row the output projection reads, in place of final_norm.
   int streams = 1;
@@ -47,7 +47,7 @@ struct DecoderPart {
   std::span<const std::int32_t> tokens;
   // Set: the part's one token is this id on the device (GreedyAhead), and `tokens` holds a placeholder.
   std::shared_ptr<DeviceIds> fed;
-  KvCache* window = nullptr;  // null when no layer has a sliding window
+  KvCache* window = nullptr;        // null when no layer has a sliding window
   StateStore* host_rows = nullptr;  // null when no block keeps host rows (blocks/host_row_log.h)
 };
 

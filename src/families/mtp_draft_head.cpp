@@ -33,7 +33,10 @@ DraftHead::Rows MtpDraftHead::forward(SequenceState& state, std::span<const std:
   if (n == 0 || static_cast<std::int64_t>(hidden.size()) != n * width || rows < 1 || rows > n)
     throw std::invalid_argument("MtpDraftHead::forward: rows and hidden rows disagree");
   KvCache* cache = dynamic_cast<StreamState&>(state).kv();
-  const StreamRows run{cache, cache->length(), n, nullptr};
+  StreamRows run;
+  run.cache = cache;
+  run.start = cache->length();
+  run.rows = n;
   const Tensor out = head_.forward(backend_, backend_.embed(w_.embed, tokens), backend_.from_host(hidden, n, width),
                                    std::span<const StreamRows>(&run, 1));
   const Tensor last = backend_.last_rows(out, rows);
