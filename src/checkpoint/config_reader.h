@@ -10,6 +10,12 @@
 
 namespace tf {
 
+// A multimodal wrapper's text model (its `text_config` object), or the config itself for a text-only checkpoint.
+inline const nlohmann::json& text_config(const nlohmann::json& top) {
+  const auto tc = top.find("text_config");
+  return tc != top.end() && tc->is_object() ? *tc : top;
+}
+
 class ConfigReader {
  public:
   ConfigReader(const nlohmann::json& j, std::string file) : j_(j), file_(std::move(file)) {}

@@ -55,8 +55,7 @@ void read_rope(const ConfigReader& r, const nlohmann::json& params, const char* 
 }
 
 Gemma4Config read_config(const nlohmann::json& top, const std::string& path) {
-  const auto tc = top.find("text_config");
-  const nlohmann::json& text = tc != top.end() && tc->is_object() ? *tc : top;
+  const nlohmann::json& text = text_config(top);
   const ConfigReader r(text, path + "/config.json");
   Gemma4Config c;
   c.vocab = r.integer("vocab_size");

@@ -37,8 +37,7 @@ struct Qwen35Config {
 
 Qwen35Config read_config(const nlohmann::json& top, const std::string& path) {
   const std::string file = path + "/config.json";
-  const auto tc = top.find("text_config");
-  const nlohmann::json& text = tc != top.end() && tc->is_object() ? *tc : top;
+  const nlohmann::json& text = text_config(top);
   const ConfigReader r(text, file);
   Qwen35Config c;
   c.vocab = r.integer("vocab_size");

@@ -38,8 +38,7 @@ struct Qwen4ExpConfig {
 };
 
 Qwen4ExpConfig read_config(const nlohmann::json& top, const std::string& path) {
-  const auto tc = top.find("text_config");
-  const nlohmann::json& text = tc != top.end() && tc->is_object() ? *tc : top;
+  const nlohmann::json& text = text_config(top);
   const ConfigReader r(text, path + "/config.json");
   Qwen4ExpConfig c;
   c.vocab = r.integer("vocab_size");
