@@ -151,7 +151,7 @@ Tensor NgramEmbeddingBlock::forward(Backend& b, const Tensor& x, std::span<const
   row = 0;
   for (const auto& run : runs) {
     auto* log = static_cast<HostRowLog*>(run.host_rows);
-    log->cut(slot, run.start);
+    log->start_call(slot, run.start, run.rows);
     for (std::int64_t i = 0; i < run.rows; ++i) {
       entry[0] = static_cast<float>(run.tokens[static_cast<std::size_t>(i)]);
       std::copy_n(normed.data() + (row + static_cast<std::size_t>(i)) * wide, wide, entry.data() + 1);

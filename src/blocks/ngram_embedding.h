@@ -7,9 +7,12 @@
 //   per stream s: a = (k_s . q_s) / sqrt(hidden), a = sign(a) sqrt(max(|a|, 1e-6)), g_s = sigmoid(a) v;
 //   c = groupnorm_c(g); x += g + silu(sum_k w[:, k] c[t - (K - 1 - k) N]) (dilation N = ngram_size).
 // Its state per stream is the tokens before the call (the n-gram window) and the conv's past inputs, kept as one
-// row a position in the stream's HostRowLog ([token, c]): a rejected draft's rows go with a truncation.
+// row a position in the stream's HostRowLog ([token, c]): a rejected draft's rows go with a truncation. A call
+// reads back only reach() positions (the window's N - 1 tokens, the conv's (K - 1) N inputs; EOS restarts look
+// inside the window alone), so its log layer is bounded: a fixed size per stream.
 // The tables (most of the real model's weights: ~30 GB) are never loaded: each row is read from the mapped
 // checkpoint file when a token needs it (NgramTable), so they cost the page cache what the text touches.
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -67,6 +70,12 @@ struct NgramEmbeddingBlock {
   static NgramEmbeddingBlock load(WeightSource& src, std::shared_ptr<const HfCheckpoint> ck, const std::string& prefix,
                                   const NgramEmbeddingConfig& cfg, std::int64_t shards);
   std::int64_t log_width() const { return 1 + cfg.streams * cfg.hidden; }
+  // The positions before a call's first row that it reads from the log: the oldest window token is N - 1
+  // back, the oldest conv tap (K - 1) N back.
+  std::int64_t reach() const {
+    const std::int64_t n = cfg.hash.ngram_size;
+    return std::max<std::int64_t>(n - 1, static_cast<std::int64_t>(cfg.conv_kernel - 1) * n);
+  }
   // x [n, streams * hidden] -> x + the layer's n-gram features; each run's tokens (StreamRows::tokens) are its
   // rows' tokens, its HostRowLog (StreamRows::host_rows) the window before them.
   Tensor forward(Backend& b, const Tensor& x, std::span<const StreamRows> runs) const;

@@ -101,7 +101,7 @@ Tensor SparseAttentionBlock::forward(Backend& b, const Tensor& h, std::span<cons
   for (const auto& run : runs) {
     auto* log = dynamic_cast<HostRowLog*>(run.host_rows);
     if (log == nullptr) throw std::logic_error("sparse attention: a run without its host rows");
-    log->cut(slot, run.start);
+    log->start_call(slot, run.start, run.rows);
     for (std::int64_t i = 0; i < run.rows; ++i) {
       const std::size_t r = row + static_cast<std::size_t>(i);
       std::copy_n(K.data() + r * kvw, kvw, entry.data());

@@ -23,17 +23,17 @@ int DecoderWeights::window_layers() const {
   return n;
 }
 
-std::vector<std::int64_t> DecoderWeights::host_row_widths() const {
-  std::vector<std::int64_t> widths;
-  const auto put = [&](int slot, std::int64_t width) {
-    if (widths.size() <= static_cast<std::size_t>(slot)) widths.resize(static_cast<std::size_t>(slot) + 1, 0);
-    widths[static_cast<std::size_t>(slot)] = width;
+std::vector<HostRowLayer> DecoderWeights::host_row_layers() const {
+  std::vector<HostRowLayer> out;
+  const auto put = [&](int slot, HostRowLayer layer) {
+    if (out.size() <= static_cast<std::size_t>(slot)) out.resize(static_cast<std::size_t>(slot) + 1);
+    out[static_cast<std::size_t>(slot)] = layer;
   };
   for (const auto& l : layers) {
-    if (const auto* s = std::get_if<SparseAttentionBlock>(&l.mixer)) put(l.slot, s->log_width());
-    if (l.ngrams) put(l.ngrams->slot, l.ngrams->log_width());
+    if (const auto* s = std::get_if<SparseAttentionBlock>(&l.mixer)) put(l.slot, {s->log_width()});
+    if (l.ngrams) put(l.ngrams->slot, {l.ngrams->log_width(), l.ngrams->reach()});
   }
-  return widths;
+  return out;
 }
 
 Tensor output_logits(Backend& b, const DecoderWeights& w, const Tensor& normed) {

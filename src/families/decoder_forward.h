@@ -11,6 +11,7 @@
 
 #include "backends/backend.h"
 #include "blocks/decoder_layer.h"
+#include "blocks/host_row_log.h"
 
 namespace tf {
 
@@ -27,9 +28,9 @@ struct DecoderWeights {
   int attention_layers() const;  // attending over every position (the KvCache store)
   int window_layers() const;     // sliding-window attention (the window store)
   int recurrent_layers() const;
-  // The row widths of the layers whose state a HostRowLog keeps (sparse attention, then n-gram embeddings, in
-  // the slots the layer plan gave them); empty when none.
-  std::vector<std::int64_t> host_row_widths() const;
+  // The layers whose state a HostRowLog keeps (sparse attention: every position; n-gram embeddings: bounded by
+  // their reach), in the slots the layer plan gave them; empty when none.
+  std::vector<HostRowLayer> host_row_layers() const;
 };
 
 // The logits of rows after the final norm: the output projection, soft-capped where the model says.

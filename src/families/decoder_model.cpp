@@ -37,11 +37,16 @@ DecoderModel::DecoderModel(Backend& backend, ModelInfo info, DecoderWeights weig
   // float32 keys and values a position of the full-attention layers; the window layers' store is a fixed size.
   info_.state_bytes_per_token = 4 * 2 * static_cast<std::size_t>(w_.attention_layers()) *
                                 static_cast<std::size_t>(kv_shape_.kv_heads * kv_shape_.head_dim);
-  // Host rows (sparse attention's keys, values and index keys; n-gram windows), float32, every position.
-  for (const auto w : w_.host_row_widths()) info_.state_bytes_per_token += 4 * static_cast<std::size_t>(w);
   // Two copies of each recurrent layer's state (the one before the last window is kept for rollback).
   info_.state_bytes_per_stream = 2 * static_cast<std::size_t>(w_.recurrent_layers()) *
                                  (mamba_layers_ ? mamba_.layer_bytes() : recurrent_.layer_bytes());
+  // Host rows, float32: sparse attention's keys, values and index keys at every position; the n-gram layers'
+  // windows at their reach plus a prefill chunk's rows, whatever the length (blocks/host_row_log.h).
+  for (const auto& l : w_.host_row_layers())
+    if (l.bounded())
+      info_.state_bytes_per_stream += HostRowLog::steady_bytes(l, info_.prefill_chunk);
+    else
+      info_.state_bytes_per_token += 4 * static_cast<std::size_t>(l.width);
   if (w_.window_layers() > 0)
     info_.state_bytes_per_stream += backend_.window_cache_bytes(
         w_.window_layers(), window_shape_.kv_heads, window_shape_.head_dim, window_shape_.window, info_.prefill_chunk);
@@ -59,7 +64,7 @@ std::unique_ptr<SequenceState> DecoderModel::new_state() const {
       windowed > 0 ? backend_.new_window_cache(windowed, window_shape_.kv_heads, window_shape_.head_dim,
                                                window_shape_.window, info_.prefill_chunk)
                    : nullptr,
-      w_.host_row_widths().empty() ? nullptr : std::make_unique<HostRowLog>(w_.host_row_widths()));
+      w_.host_row_layers().empty() ? nullptr : std::make_unique<HostRowLog>(w_.host_row_layers(), info_.prefill_chunk));
 }
 
 DecoderPart DecoderModel::part_of(SequenceState& state, std::span<const std::int32_t> tokens) const {
@@ -120,7 +125,7 @@ std::vector<ForwardResult> DecoderModel::forward_parts(std::span<const ForwardPa
   };
   // Before anything asks a state for its stores (StreamState::kv() drops a queued step).
   if (parts.size() == 1 && parts[0].ids && parts[0].tokens.size() == 1 && backend_.has_device_ids() &&
-      w_.recurrent_layers() == 0 && w_.window_layers() == 0 && w_.host_row_widths().empty() && on_backend(parts[0])) {
+      w_.recurrent_layers() == 0 && w_.window_layers() == 0 && w_.host_row_layers().empty() && on_backend(parts[0])) {
     TokenChoice c = parts[0].choice;
     c.position = parts[0].state->length() + 1;
     return {one_token_round(*parts[0].state, parts[0].tokens[0], parts[0].ahead, c)};

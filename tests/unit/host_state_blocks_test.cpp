@@ -1,8 +1,14 @@
 // The host-side pieces of the sparse-attention and n-gram blocks: the n-gram hash against transformers'
 // qwen4_exp (Qwen4ExpTextNGramEmbedding, 5.25: the table rows it looked up for these tokens, read back through a
-// table whose row r holds r), and the HostRowLog's truncation and snapshots.
+// table whose row r holds r), and the HostRowLog's truncation and snapshots, its bounded layers (a reach plus a
+// call's rows) reading as one that keeps every position, at a fixed size.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "blocks/host_row_log.h"
@@ -75,6 +81,143 @@ TEST(HostRowLog, TruncatesAndRestoresExactly) {
   HostRowLog wrong({3});
   EXPECT_THROW(wrong.restore(saved), std::invalid_argument);
   EXPECT_THROW(log.truncate(7), std::invalid_argument);
+}
+
+constexpr std::int64_t kReach = 9, kCallRows = 16, kWide = 5;
+
+// Two logs fed the same calls, one keeping every position, one its layer 1 bounded to kReach; a call reads back
+// every row from kReach before each of its rows, and both must read the same bits.
+struct Pair {
+  HostRowLog full{std::vector<std::int64_t>{3, kWide}};
+  std::unique_ptr<HostRowLog> ring = fresh();
+  std::mt19937 rng{5};
+
+  static std::unique_ptr<HostRowLog> fresh() {
+    return std::make_unique<HostRowLog>(std::vector<HostRowLayer>{{3}, {kWide, kReach}}, kCallRows);
+  }
+  std::vector<float> feed(HostRowLog& log, const std::vector<float>& rows, std::int64_t start, std::int64_t n) {
+    std::vector<float> read;
+    for (int layer = 0; layer < 2; ++layer) {
+      const auto w = static_cast<std::size_t>(log.width(layer));
+      log.start_call(layer, start, n);
+      for (std::int64_t i = 0; i < n; ++i)
+        log.append(layer, std::span<const float>(rows).subspan(static_cast<std::size_t>(i) * w, w));
+    }
+    for (std::int64_t p = start; p < start + n; ++p)
+      for (std::int64_t q = std::max<std::int64_t>(0, p - kReach); q <= p; ++q)
+        for (const float v : log.row(1, q)) read.push_back(v);
+    return read;
+  }
+  void call(std::int64_t n) {
+    const std::int64_t start = ring->length();
+    ASSERT_EQ(start, full.length());
+    std::normal_distribution<float> d;
+    std::vector<float> rows(static_cast<std::size_t>(n * kWide));
+    for (auto& v : rows) v = d(rng);
+    const auto want = feed(full, rows, start, n), got = feed(*ring, rows, start, n);
+    ASSERT_EQ(want.size(), got.size());
+    ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << "call at " << start;
+    ASSERT_EQ(ring->length(), start + n);
+  }
+  void truncate(std::int64_t length) {
+    full.truncate(length);
+    ring->truncate(length);
+  }
+};
+
+TEST(HostRowLog, BoundedLayerReadsAsEveryPosition) {
+  Pair p;
+  p.call(5);
+  p.call(kCallRows);
+  for (int step = 0; step < 300; ++step) {  // decode steps and verify windows rolled back inside themselves
+    if (step % 7 == 3) {
+      const std::int64_t before = p.ring->length();
+      p.call(6);
+      p.truncate(before + step % 5);
+    } else {
+      p.call(1);
+    }
+    ASSERT_FALSE(testing::Test::HasFatalFailure());
+  }
+  EXPECT_GT(p.ring->held_from(1), 0);
+  EXPECT_EQ(p.ring->held_from(0), 0);  // the unbounded layer keeps every position
+  p.call(3 * kCallRows + 5);           // a call longer than planned grows the layer for itself
+  for (int step = 0; step < 40; ++step) p.call(step % 2 ? 1 : kCallRows);
+  EXPECT_GT(p.ring->length(), 350);
+}
+
+TEST(HostRowLog, BoundedLayerHoldsAFixedSize) {
+  const HostRowLayer layer{kWide, kReach};
+  HostRowLog log({layer}, kCallRows);
+  const std::vector<float> row(kWide, 1.0f);
+  const auto run = [&](std::int64_t n) {
+    const std::int64_t start = log.length();
+    log.start_call(0, start, n);
+    for (std::int64_t i = 0; i < n; ++i) log.append(0, row);
+  };
+  run(kCallRows);
+  for (int i = 0; i < 3 * kCallRows; ++i) run(1);
+  const std::size_t steady = HostRowLog::steady_bytes(layer, kCallRows);
+  EXPECT_EQ(steady, static_cast<std::size_t>((kReach + kCallRows) * kWide) * sizeof(float));
+  EXPECT_EQ(log.bytes(), steady);
+  for (int i = 0; i < 500; ++i) {
+    run(i % 10 == 0 ? kCallRows : 1);
+    ASSERT_EQ(log.bytes(), steady) << "after " << log.length() << " positions";
+  }
+}
+
+TEST(HostRowLog, BoundedLayerRefusesRollbackPastItsRows) {
+  Pair p;
+  for (int i = 0; i < 4; ++i) p.call(kCallRows);
+  for (int i = 0; i < 3; ++i) p.call(1);
+  const std::int64_t length = p.ring->length(), first = p.ring->held_from(1);
+  ASSERT_GT(first, 0);
+  // Positions before `first` are gone: a length whose reach starts there or later is fine, one before is not.
+  EXPECT_THROW(p.ring->truncate(first + kReach - 1), std::logic_error);
+  EXPECT_EQ(p.ring->length(), length);  // a refused truncation changes nothing
+  EXPECT_EQ(p.ring->rows(0), length);
+  EXPECT_THROW(p.ring->row(1, first - 1), std::logic_error);
+  p.truncate(first + kReach);
+  EXPECT_NO_THROW(p.call(3));
+  EXPECT_THROW(p.ring->start_call(1, p.ring->length() + 1, 1), std::invalid_argument);  // a gap
+}
+
+TEST(HostRowLog, BoundedSnapshotCarriesTheReachAndContinuesExactly) {
+  Pair p;
+  for (int i = 0; i < 3; ++i) p.call(kCallRows);
+  p.call(2);
+  const std::int64_t length = p.ring->length();
+  const auto saved = p.ring->snapshot();
+  // The length, every row of the unbounded layer, the last kReach rows of the bounded one.
+  EXPECT_EQ(saved.size(), 8 + static_cast<std::size_t>(length * 3 + kReach * kWide) * sizeof(float));
+  auto restored = Pair::fresh();
+  restored->restore(saved);
+  EXPECT_EQ(restored->length(), length);
+  EXPECT_EQ(restored->held_from(1), length - kReach);
+  EXPECT_EQ(restored->snapshot(), saved);
+  EXPECT_THROW(restored->truncate(length - 1), std::logic_error);  // nothing before the reach is held
+  p.ring = std::move(restored);
+  for (int step = 0; step < 60; ++step) {
+    if (step % 5 == 2) {
+      const std::int64_t before = p.ring->length();
+      p.call(4);
+      p.truncate(before + 1);
+    } else {
+      p.call(step % 11 == 0 ? kCallRows : 1);
+    }
+    ASSERT_FALSE(testing::Test::HasFatalFailure());
+  }
+  // A short stream's snapshot holds what it has; a state of another shape is refused.
+  Pair q;
+  q.call(4);
+  const auto small = q.ring->snapshot();
+  EXPECT_EQ(small.size(), 8 + static_cast<std::size_t>(4 * 3 + 4 * kWide) * sizeof(float));
+  auto back = Pair::fresh();
+  back->restore(small);
+  EXPECT_EQ(back->snapshot(), small);
+  HostRowLog every({3, kWide});
+  EXPECT_THROW(every.restore(saved), std::invalid_argument);
+  EXPECT_THROW(back->restore(p.full.snapshot()), std::invalid_argument);
 }
 
 }  // namespace
