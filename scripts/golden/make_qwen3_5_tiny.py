@@ -182,7 +182,7 @@ def to_bytes(x, dt):
     raise ValueError(dt)
 
 
-ST_DTYPE = {"bf16": "BF16", "f16": "F16", "f32": "F32", "u32": "U32"}
+ST_DTYPE = {"bf16": "BF16", "f16": "F16", "f32": "F32", "u32": "U32", "i64": "I64"}
 
 
 def pack(codes, bits):

@@ -4,7 +4,7 @@ logits and greedy tokens from transformers' qwen4_exp (the reference: mlx-lm has
 
 Runs on a CPU (transformers >= 5.25 with qwen4_exp, torch, safetensors, numpy; no network, no mlx):
     python3 scripts/golden/make_qwen4_exp_tiny.py [OUT_DIR]   # OUT_DIR default tests/goldens/qwen4_exp
-and writes OUT_DIR/{bf16,text}/. Issue 56 asks for the checkpoints "on the GPU machine"; everything here is
+and writes OUT_DIR/{bf16,text,mlx-mixed}/. Issue 56 asks for the checkpoints "on the GPU machine"; everything here is
 seeded CPU init and float64 CPU arithmetic, so this CPU makes the same checkpoint and goldens (the device adds
 nothing but speed, and the device budget is the lead's).
 
@@ -36,6 +36,15 @@ Variants (OUT_DIR/<name>/: config.json, model.safetensors, tokenizer files, gold
   (a) bf16: Qwen4ExpForConditionalGeneration's layout: config model_type qwen4_exp with text_config (and a
       vision_config), weights model.language_model.*, lm_head.weight, plus one model.visual.* tensor to skip;
   (b) text: Qwen4ExpForCausalLM as save_pretrained writes it (model_type qwen4_exp_text, model.*).
+  (c) mlx-mixed: a second model (the same recipe with ple_embed_dim 128, so each table row is 32 values and
+      quantizable, and output_gate_type sigmoid) in the layout mlx-lm's conventions give a qwen3_5-derived model
+      (mlx-lm itself has no qwen4_exp): language_model.model.* and language_model.lm_head, experts stacked as
+      switch_mlp.{gate,up,down}_proj [E, rows, cols], conv1d as [C, K, 1], the zero-centred norms stored as
+      bf16(w + 1) (the GDN gated norm untouched), every 2-D weight whose input width is a multiple of 32 affine
+      4-bit with groups of 32 (the n-gram table shards included), the routers (mlp.gate, shared_expert_gate) at
+      8 bits (per-module overrides, as mlx-lm's MoE recipes keep routers wide); input_mix_weight_up ([2H, 8]) stays
+      bf16, as mlx-lm leaves a Linear whose input width is not a multiple of the group. Its golden is the float64
+      forward of the dequantized weights (MLX's dequantization, make_qwen3_5_tiny.py's numpy twin).
 
 golden.json: prompt_ids (seeded prompts of 5, 17 and 40 tokens, ids in 0..255 and EOS), logits (float32 logits of
 the last 3 positions of each prompt), greedy (16 tokens by repeated argmax over a full re-forward), gaps, top1_logit,
@@ -64,7 +73,8 @@ from transformers.models.qwen4_exp import modeling_qwen4_exp as mq
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_nemotron_h_tiny import round_bf16_, run_golden  # noqa: E402  (the same golden recipe)
-from make_qwen3_5_tiny import tokenizer_files, write_common  # noqa: E402
+from make_qwen3_5_tiny import (mlx_dequantize, mlx_quantize, round_bf16, to_bytes, tokenizer_files,  # noqa: E402
+                               write_common, write_safetensors)
 
 EOS = 258
 LAYER_TYPES = ["linear_attention", "indexed_attention", "linear_attention", "indexed_attention"]
@@ -161,14 +171,14 @@ class F64Patches:
 
 # ----------------------------------------------------------------------------------------------------------------
 
-def build_model():
-    cfg = Qwen4ExpTextConfig(**CONFIG)
+def build_model(noise_seed=56, **overrides):
+    cfg = Qwen4ExpTextConfig(**dict(CONFIG, **overrides))
     cfg._attn_implementation = "eager"
     cfg._experts_implementation = "eager"
     torch.manual_seed(0)
     model = Qwen4ExpForCausalLM(cfg).to(torch.float32).eval()
     model.config._experts_implementation = "eager"
-    rng = np.random.default_rng(56)
+    rng = np.random.default_rng(noise_seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
             noise = lambda scale: torch.from_numpy(rng.normal(0, scale, tuple(p.shape)).astype(np.float32))  # noqa
@@ -295,7 +305,98 @@ def main():
     write_common(d, tok, tcfg, gcfg)
     json.dump(dict(golden, variant="bf16"), open(os.path.join(d, "golden.json"), "w"))
     log("greedy:", golden["greedy"])
+    write_mlx_mixed(os.path.join(out_root, "mlx-mixed"), prompts, (tok, tcfg, gcfg))
     log("done")
+
+
+MLX_GROUP = 32
+MLX_CONFIG = dict(ple_embed_dim=128, output_gate_type="sigmoid")
+MLX_NOISE_SEED = 59  # 56, 57, 58 give this model routing margins below 1e-4 (near-ties)
+ZERO_CENTRED = ("hc_norm.weight", "q_norm.weight", "k_norm.weight", "q_layernorm.weight", "k_layernorm.weight",
+                "norm_key.weight", "norm_query.weight", "norm_conv.weight")
+
+
+def write_mlx_mixed(d, prompts, tokenizer):
+    log("mlx-mixed: ple_embed_dim 128, output_gate_type sigmoid")
+    model = build_model(MLX_NOISE_SEED, **MLX_CONFIG)
+    sd, text_cfg = saved_state_dict(model)
+    E, files, deq = CONFIG["num_experts"], {}, {}
+    qblock = {"group_size": MLX_GROUP, "bits": 4, "mode": "affine"}
+
+    def mlx_name(k):
+        return "language_model.lm_head" if k == "lm_head" else k.replace("model.", "language_model.model.", 1)
+
+    def quantized(module, arr, bits):
+        packed, sc, bi = mlx_quantize(arr.reshape(-1, arr.shape[-1]), MLX_GROUP, bits, "bf16")
+        lead = arr.shape[:-1]
+        files[module + ".weight"] = ("u32", lead + (packed.shape[1],), to_bytes(packed, "u32"))
+        files[module + ".scales"] = ("bf16", lead + (sc.shape[1],), to_bytes(sc, "bf16"))
+        files[module + ".biases"] = ("bf16", lead + (bi.shape[1],), to_bytes(bi, "bf16"))
+        if bits != 4:
+            qblock[module] = {"group_size": MLX_GROUP, "bits": bits}
+        return mlx_dequantize(packed, sc, bi, MLX_GROUP, bits, "bf16").reshape(arr.shape)
+
+    for k, v in sorted(sd.items()):
+        arr = v.to(torch.float32).numpy()
+        if ".mlp.experts." in k:
+            if not k.endswith(".experts.0.gate_proj.weight"):
+                continue
+            base = k[: -len("experts.0.gate_proj.weight")]
+            for proj in ("gate_proj", "up_proj", "down_proj"):
+                names = [f"{base}experts.{e}.{proj}.weight" for e in range(E)]
+                stack = np.stack([sd[n].to(torch.float32).numpy() for n in names])
+                values = quantized(mlx_name(base) + "switch_mlp." + proj, stack, 4)
+                for e, n in enumerate(names):
+                    deq[n] = values[e]
+            continue
+        name = mlx_name(k[: -len(".weight")]) + ".weight" if k.endswith(".weight") else mlx_name(k)
+        if k.endswith(".weight") and "conv1d" in k:  # [C, 1, K] -> [C, K, 1]
+            files[name] = ("bf16", (arr.shape[0], arr.shape[2], 1), to_bytes(np.moveaxis(arr, 2, 1), "bf16"))
+            deq[k] = arr
+        elif arr.ndim == 1 and k.endswith(ZERO_CENTRED):
+            stored = round_bf16(arr + np.float32(1.0))  # mlx-lm's sanitize of zero-centred norms
+            files[name] = ("bf16", arr.shape, to_bytes(stored, "bf16"))
+            deq[k] = stored - np.float32(1.0)
+        elif arr.ndim == 2 and k.endswith(".weight") and arr.shape[1] % MLX_GROUP == 0:
+            router = k.endswith(("mlp.gate.weight", "mlp.shared_expert_gate.weight"))
+            deq[k] = quantized(name[: -len(".weight")], arr, 8 if router else 4)
+        elif v.dtype == torch.int64:
+            files[name] = ("i64", arr.shape, v.numpy().astype(np.int64).tobytes())
+            deq[k] = v
+        else:
+            dt = "f32" if v.dtype == torch.float32 else "bf16"
+            files[name] = (dt, arr.shape, to_bytes(arr, dt))
+            deq[k] = arr
+    assert any(".ngram_embedding.shard_" in n and n.endswith(".scales") for n in files), "no quantized table"
+    os.makedirs(d, exist_ok=True)
+    write_safetensors(os.path.join(d, "model.safetensors"), files, {"format": "mlx"})
+    size = os.path.getsize(os.path.join(d, "model.safetensors"))
+    json.dump({"metadata": {"total_size": size}, "weight_map": {k: "model.safetensors" for k in sorted(files)}},
+              open(os.path.join(d, "model.safetensors.index.json"), "w"), indent=2)
+    inner = {k: v for k, v in text_cfg.items() if k not in ("architectures", "transformers_version", "dtype")}
+    json.dump({"architectures": ["Qwen4ExpForConditionalGeneration"], "model_type": "qwen4_exp",
+               "text_config": inner, "tie_word_embeddings": False, "quantization": qblock,
+               "quantization_config": dict(qblock)}, open(os.path.join(d, "config.json"), "w"), indent=2)
+    write_common(d, *tokenizer)
+    # The reference model holds the dequantized values: save them in transformers' own layout and load it back
+    # (its conversions fuse the experts and join the table shards as for any checkpoint).
+    tmp = tempfile.mkdtemp()
+    try:
+        save_file({k: (torch.from_numpy(np.asarray(v, np.float32)) if isinstance(v, np.ndarray) else v).contiguous()
+                   for k, v in deq.items()}, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
+        json.dump(dict(text_cfg, architectures=["Qwen4ExpForCausalLM"], dtype="float32"),
+                  open(os.path.join(tmp, "config.json"), "w"))
+        ref = Qwen4ExpForCausalLM.from_pretrained(tmp, dtype=torch.float32).eval()
+    finally:
+        shutil.rmtree(tmp)
+    ref.config._attn_implementation = "eager"
+    ref.config._experts_implementation = "eager"
+    for key in MARGINS:
+        MARGINS[key].clear()
+    golden = reference(ref, prompts)
+    golden.update(prompt_ids=prompts, made_with=LOG[0], variant="mlx-mixed")
+    json.dump(golden, open(os.path.join(d, "golden.json"), "w"))
+    log("greedy:", golden["greedy"])
 
 
 if __name__ == "__main__":

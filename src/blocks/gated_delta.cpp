@@ -31,6 +31,8 @@ Tensor GatedDeltaBlock::forward(Backend& b, const Tensor& h, std::span<const Str
   const Tensor beta_in = b.linear(h, in_b);
   const Tensor decay_in = b.linear(h, in_a);
   const Tensor core = b.gated_delta(runs, slot, qkv, decay_in, beta_in, conv, a_log, dt_bias, cfg.spec);
+  if (cfg.sigmoid_output_gate)
+    return b.linear(b.sigmoid_gate(b.rms_norm_heads(core, norm, cfg.spec.v_heads, cfg.norm_eps), z), out);
   return b.linear(b.rms_norm_gated(core, norm, z, cfg.spec.v_heads, cfg.norm_eps), out);
 }
 

@@ -16,6 +16,8 @@ struct GatedDeltaConfig {
   std::int64_t hidden = 0;
   GatedDeltaSpec spec;
   float norm_eps = 1e-6f;
+  // The output norm's gate: silu(z) (Qwen3-Next, Qwen3.5), or sigmoid(z) (a config's output_gate_type).
+  bool sigmoid_output_gate = false;
 };
 
 struct GatedDeltaBlock {

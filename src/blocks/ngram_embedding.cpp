@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
 
 #include "blocks/host_row_log.h"
 #include "checkpoint/checkpoint_error.h"
@@ -13,20 +14,63 @@ namespace {
 float sigmoid(float v) { return 1.0f / (1.0f + std::exp(-v)); }
 }  // namespace
 
+namespace {
+std::optional<AffineFloat> affine_float(StDType t) {
+  switch (t) {
+    case StDType::F32:
+      return AffineFloat::F32;
+    case StDType::F16:
+      return AffineFloat::F16;
+    case StDType::BF16:
+      return AffineFloat::BF16;
+    default:
+      return std::nullopt;
+  }
+}
+}  // namespace
+
 NgramTable::NgramTable(std::shared_ptr<const HfCheckpoint> ck, const std::vector<std::string>& names, std::int64_t rows,
                        std::int64_t cols)
     : ck_(std::move(ck)), cols_(cols) {
+  std::optional<AffineQuantConfig> quant;
+  try {
+    quant = parse_affine_quant_config(ck_->config());
+  } catch (const std::invalid_argument& e) {
+    throw CheckpointError(ck_->dir() + "/config.json", e.what());
+  }
   std::int64_t total = 0;
   for (const auto& name : names) {
     const auto at = ck_->find(name);
     if (at.tensor == nullptr) throw CheckpointError(ck_->dir(), "missing tensor '" + name + "'");
     const StTensor& t = *at.tensor;
-    if ((t.dtype != StDType::F32 && t.dtype != StDType::F16 && t.dtype != StDType::BF16) || t.shape.size() != 2 ||
-        static_cast<std::int64_t>(t.shape[1]) != cols)
-      throw CheckpointError(ck_->dir(),
-                            "tensor '" + name + "' should be [rows, " + std::to_string(cols) + "] of F32, F16 or BF16");
-    shards_.push_back({at.file->data(t).data(), static_cast<std::int64_t>(t.shape[0]), t.dtype});
-    total += static_cast<std::int64_t>(t.shape[0]);
+    Shard shard{at.file->data(t).data(), t.shape.empty() ? 0 : static_cast<std::int64_t>(t.shape[0]), t.dtype};
+    const std::string module = name.substr(0, name.size() - std::string_view(".weight").size());
+    const auto scales = ck_->find(module + ".scales"), biases = ck_->find(module + ".biases");
+    if (scales.tensor != nullptr) {
+      shard.quant = quant ? quant->spec_for(module) : std::nullopt;
+      const auto ft = affine_float(scales.tensor->dtype);
+      if (!shard.quant || biases.tensor == nullptr || !ft || biases.tensor->dtype != scales.tensor->dtype ||
+          t.dtype != StDType::U32 || t.shape.size() != 2 ||
+          static_cast<std::int64_t>(t.shape[1]) * 32 != cols * shard.quant->bits || cols % shard.quant->group_size != 0)
+        throw CheckpointError(ck_->dir(), "tensor '" + name + "' should be affine codes of [rows, " +
+                                              std::to_string(cols) +
+                                              "] with float scales and biases of one dtype and a quantization "
+                                              "entry in config.json");
+      const auto groups = static_cast<std::uint64_t>(cols / shard.quant->group_size);
+      if (scales.tensor->element_count() != t.shape[0] * groups ||
+          biases.tensor->element_count() != t.shape[0] * groups)
+        throw CheckpointError(ck_->dir(), "'" + module + "' scales/biases do not match its codes");
+      shard.scales = scales.file->data(*scales.tensor).data();
+      shard.biases = biases.file->data(*biases.tensor).data();
+      shard.quant_float = *ft;
+      bytes_ += scales.tensor->byte_size() + biases.tensor->byte_size();
+    } else if ((t.dtype != StDType::F32 && t.dtype != StDType::F16 && t.dtype != StDType::BF16) ||
+               t.shape.size() != 2 || static_cast<std::int64_t>(t.shape[1]) != cols) {
+      throw CheckpointError(ck_->dir(), "tensor '" + name + "' should be [rows, " + std::to_string(cols) +
+                                            "] of F32, F16 or BF16 (or MLX affine codes)");
+    }
+    shards_.push_back(shard);
+    total += shard.rows;
     bytes_ += t.byte_size();
   }
   per_shard_ = shards_.empty() ? 0 : shards_.front().rows;
@@ -40,8 +84,21 @@ NgramTable::NgramTable(std::shared_ptr<const HfCheckpoint> ck, const std::vector
 
 void NgramTable::row(std::int64_t r, float* out) const {
   const Shard& s = shards_[static_cast<std::size_t>(r / per_shard_)];
-  const auto at = static_cast<std::size_t>(r % per_shard_) * static_cast<std::size_t>(cols_);
-  for (std::size_t j = 0; j < static_cast<std::size_t>(cols_); ++j) {
+  const auto in_shard = static_cast<std::size_t>(r % per_shard_);
+  const auto cols = static_cast<std::size_t>(cols_);
+  if (s.quant) {
+    // One row's codes (copied: a mapped tensor's words need not be 4-byte aligned) and its groups' values.
+    const std::size_t words = cols * static_cast<std::size_t>(s.quant->bits) / 32;
+    const std::size_t group_bytes =
+        cols / static_cast<std::size_t>(s.quant->group_size) * (s.quant_float == AffineFloat::F32 ? 4 : 2);
+    std::vector<std::uint32_t> packed(words);
+    std::memcpy(packed.data(), s.data + in_shard * words * 4, words * 4);
+    dequantize_affine(packed, {s.scales + in_shard * group_bytes, group_bytes},
+                      {s.biases + in_shard * group_bytes, group_bytes}, s.quant_float, 1, cols, *s.quant, {out, cols});
+    return;
+  }
+  const std::size_t at = in_shard * cols;
+  for (std::size_t j = 0; j < cols; ++j) {
     switch (s.dtype) {
       case StDType::F32: {
         float v;

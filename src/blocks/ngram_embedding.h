@@ -14,6 +14,7 @@
 // checkpoint file when a token needs it (NgramTable), so they cost the page cache what the text touches.
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,14 +23,17 @@
 #include "blocks/ngram_hash.h"
 #include "blocks/weight_source.h"
 #include "checkpoint/hf_checkpoint.h"
+#include "checkpoint/mlx_affine.h"
 
 namespace tf {
 
 // An embedding table read in place from a mapped checkpoint, whole or in row shards (torch.chunk's pieces).
+// A shard is float or MLX affine quantized (uint32 codes beside `.scales`/`.biases`, its spec from config.json's
+// `quantization`): a row is dequantized when read, with MLX's arithmetic.
 class NgramTable {
  public:
   NgramTable() = default;
-  // The tensors `names` (the shards in order) of `ck`, together [rows, cols] of F32, F16 or BF16.
+  // The tensors `names` (the shards in order) of `ck`, together [rows, cols] of F32, F16 or BF16, or affine codes.
   NgramTable(std::shared_ptr<const HfCheckpoint> ck, const std::vector<std::string>& names, std::int64_t rows,
              std::int64_t cols);
   std::int64_t cols() const { return cols_; }
@@ -41,6 +45,9 @@ class NgramTable {
     const std::uint8_t* data = nullptr;
     std::int64_t rows = 0;
     StDType dtype = StDType::F32;
+    std::optional<AffineSpec> quant;  // set: data holds codes, scales and biases the groups' values
+    const std::uint8_t *scales = nullptr, *biases = nullptr;
+    AffineFloat quant_float = AffineFloat::BF16;
   };
   std::shared_ptr<const HfCheckpoint> ck_;  // keeps the mappings
   std::vector<Shard> shards_;

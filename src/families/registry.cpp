@@ -25,7 +25,7 @@ struct Family {
 };
 
 constexpr const char* kQwen4ExpWorks =
-    "serves Hugging Face bf16 safetensors on MLX (not quantized, CUDA or MTP drafting yet)";
+    "serves Hugging Face bf16 and MLX affine safetensors on MLX (not CUDA or MTP drafting yet)";
 
 // The one list of served architectures: load_model() dispatches on it, and `pull`, `serve REPO`, `models` and
 // `info` ask it (servable.h) before any weight is read or downloaded. A new family is one line here.

@@ -28,7 +28,7 @@ def setter(key, value):
 
 
 CASES = [
-    ("output_gate", setter("output_gate_type", "sigmoid"), "output_gate_type 'sigmoid' is not served yet (silu is)"),
+    ("output_gate", setter("output_gate_type", "relu"), "output_gate_type 'relu' is not read (silu or sigmoid)"),
     ("activation", setter("hidden_act", "gelu"), "hidden_act 'gelu' is not read (silu is)"),
     ("index_kv_heads", setter("indexer_kv_heads", 2), "'indexer_kv_heads' must be 1 (one index key head)"),
     ("budget", setter("indexer_budget", 6), "'indexer_budget' must be a multiple of indexer_compress_ratio"),

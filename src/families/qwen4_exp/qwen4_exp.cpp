@@ -3,12 +3,15 @@
 // DeltaNet, or sparse attention with an indexer) -> hyper-connected experts with a gated shared expert; there are
 // no pre-norms (each wrapper norms its streams) and no final norm (the final mixer makes the row lm_head reads).
 // Key layouts: model.language_model.* (Qwen4ExpForConditionalGeneration; model.visual.* skipped) or model.*
-// (Qwen4ExpForCausalLM), lm_head.weight; the n-gram tables as ...ngram_embedding.shard_N.weight.
+// (Qwen4ExpForCausalLM), lm_head.weight; or mlx-lm's conventions (language_model.model.*, experts stacked in
+// switch_mlp, MLX affine codes, norms with their + 1); the n-gram tables as ...ngram_embedding.shard_N.weight,
+// float or affine codes, read from the mapped file.
 // The mtp.* head is not read yet (transformers ignores it too: no reference to check it against).
 #include "families/qwen4_exp/qwen4_exp.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "backends/backend.h"
 #include "blocks/weight_source.h"
@@ -25,7 +28,7 @@ struct Qwen4ExpConfig {
   std::int64_t vocab = 0, hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, context = 0;
   float eps = 1e-6f, rope_theta = 1e7f;
   int rotary_dims = 0;
-  bool tied = false;
+  bool tied = false, sigmoid_output_gate = false;
   GatedDeltaSpec gdn;
   std::vector<bool> indexed;  // per layer: sparse attention, else Gated DeltaNet
   MoeConfig moe;
@@ -54,8 +57,9 @@ Qwen4ExpConfig read_config(const nlohmann::json& top, const std::string& path) {
   if (r.flag("attention_bias", false)) r.fail("'attention_bias' true is not read yet");
   const std::string act = r.text("hidden_act", "silu");
   if (act != "silu") r.fail("hidden_act '" + act + "' is not read (silu is)");
-  if (const std::string gate = r.text("output_gate_type", act); gate != "silu")
-    r.fail("output_gate_type '" + gate + "' is not served yet (silu is)");
+  const std::string gate = r.text("output_gate_type", act);  // the linear-attention output norm's gate
+  if (gate != "silu" && gate != "sigmoid") r.fail("output_gate_type '" + gate + "' is not read (silu or sigmoid)");
+  c.sigmoid_output_gate = gate == "sigmoid";
   const auto rp = text.find("rope_parameters");
   const nlohmann::json& rope = rp != text.end() && rp->is_object() ? *rp : text;
   if (const std::string type = rope.value("rope_type", std::string("default")); type != "default")
@@ -157,15 +161,29 @@ std::unique_ptr<Model> load_qwen4_exp(const std::string& path, bool is_gguf, Bac
   const auto ck = std::make_shared<const HfCheckpoint>(path);  // the n-gram tables are read from its mappings
   const Qwen4ExpConfig cfg = read_config(ck->config(), path);
   auto reader = open_hf_weights(path);
-  std::string body;
-  for (const char* b : {"model.language_model.", "model."})
-    if (reader->has(std::string(b) + "embed_tokens.weight")) {
+  // mlx-lm's conventions (language_model.model.*, language_model.lm_head): norms stored with their + 1 and the
+  // conv kernels as [C, K, 1], which is how mlx-lm itself tells a converted checkpoint; the GDN's gated norm is
+  // a plain multiplier in both layouts.
+  std::string body, head = "lm_head.weight";
+  bool zero_centred = true;
+  for (const auto& [b, h] : {std::pair<std::string, std::string>{"model.language_model.", "lm_head.weight"},
+                             {"model.", "lm_head.weight"},
+                             {"language_model.model.", "language_model.lm_head.weight"}})
+    if (reader->has(b + "embed_tokens.weight")) {
       body = b;
+      head = h;
       break;
     }
   if (body.empty())
     throw CheckpointError(path,
-                          "no embedding found (model.language_model.embed_tokens.weight or model.embed_tokens.weight)");
+                          "no embedding found (model.language_model.embed_tokens.weight, model.embed_tokens.weight "
+                          "or language_model.model.embed_tokens.weight)");
+  for (std::int64_t i = 0; i < cfg.layers; ++i)
+    if (!cfg.indexed[static_cast<std::size_t>(i)]) {
+      const auto conv = reader->read(body + "layers." + std::to_string(i) + ".linear_attn.conv1d.weight");
+      zero_centred = !(conv.shape.size() == 3 && conv.shape[2] == 1 && cfg.gdn.conv_kernel > 1);
+      break;
+    }
   WeightSource src(*reader, backend);
 
   SparseAttentionConfig sc = cfg.sparse;
@@ -174,12 +192,13 @@ std::unique_ptr<Model> load_qwen4_exp(const std::string& path, bool is_gguf, Bac
   ac.spec = attention_spec(cfg.heads, cfg.kv_heads, cfg.head_dim);
   ac.rope.base = cfg.rope_theta;
   ac.rope.rotary_dims = cfg.rotary_dims;
-  ac.qk_norm = ac.zero_centred_qk_norm = ac.output_gate = true;
+  ac.qk_norm = ac.output_gate = true;
+  ac.zero_centred_qk_norm = sc.zero_centred_index_norms = zero_centred;
   ac.norm_eps = cfg.eps;
-  const GatedDeltaConfig gc{cfg.hidden, cfg.gdn, cfg.eps};
+  const GatedDeltaConfig gc{cfg.hidden, cfg.gdn, cfg.eps, cfg.sigmoid_output_gate};
   const auto wrapper = [&](const std::string& prefix, bool inject) {
     return std::make_shared<const HyperConnections>(
-        HyperConnections::load(src, prefix, cfg.streams, cfg.hidden, cfg.hc_rank, cfg.eps, inject, true));
+        HyperConnections::load(src, prefix, cfg.streams, cfg.hidden, cfg.hc_rank, cfg.eps, inject, zero_centred));
   };
 
   DecoderWeights w;
@@ -213,6 +232,7 @@ std::unique_ptr<Model> load_qwen4_exp(const std::string& path, bool is_gguf, Bac
     nc.embed_dim = cfg.ple_dim;
     nc.conv_kernel = static_cast<int>(cfg.ple_kernel);
     nc.eps = cfg.eps;
+    nc.zero_centred_norms = zero_centred;
     const std::int64_t layer = cfg.ple_layers[k] - 1;
     auto block =
         NgramEmbeddingBlock::load(src, ck, body + "layers." + std::to_string(layer) + ".ple.", nc, cfg.ple_shards);
@@ -222,10 +242,10 @@ std::unique_ptr<Model> load_qwen4_exp(const std::string& path, bool is_gguf, Bac
   w.final_mixer = wrapper(body + "hyper_connection_mixer.", false);
   if (cfg.tied)
     w.output = w.embed;
-  else if (!src.has("lm_head.weight"))
-    src.fail("missing tensor 'lm_head.weight' (tie_word_embeddings is false)");
+  else if (!src.has(head))
+    src.fail("missing tensor '" + head + "' (tie_word_embeddings is false)");
   else
-    w.output = src.matrix("lm_head.weight", cfg.vocab, cfg.hidden);
+    w.output = src.matrix(head, cfg.vocab, cfg.hidden);
 
   ModelInfo info;
   info.family = "qwen4_exp";
@@ -233,6 +253,8 @@ std::unique_ptr<Model> load_qwen4_exp(const std::string& path, bool is_gguf, Bac
   info.vocab = cfg.vocab;
   info.context = cfg.context;
   info.weight_bytes = src.bytes();
+  for (const auto& l : w.layers)
+    if (l.ngrams) info.mapped_bytes += l.ngrams->table.bytes();
   return std::make_unique<DecoderModel>(backend, std::move(info), std::move(w), cfg.gdn);
 }
 
