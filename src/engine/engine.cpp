@@ -98,7 +98,8 @@ Engine::Engine(const EngineOptions& o) {
     throw std::runtime_error("unknown drafter '" + o.drafter + "' (auto, none, copies, mtp)");
   const bool has_mtp = model_->draft_head() != nullptr;
   if (o.drafter == "mtp" && !has_mtp)
-    throw std::runtime_error("--drafter mtp: " + o.model_path + " has no MTP head (no mtp.* weights); use --drafter "
+    throw std::runtime_error("--drafter mtp: " + o.model_path +
+                             " has no MTP head (no mtp.* weights); use --drafter "
                              "copies or auto");
   drafter_ = o.drafter == "auto" ? (has_mtp ? "mtp" : "copies") : o.drafter;
   const int parallel = o.parallel > 0 ? o.parallel : (backend_->name() == "cuda" ? 16 : 4);
@@ -147,15 +148,15 @@ Engine::Engine(const EngineOptions& o) {
     malloc_trim(0);
   };
   if (so.memory.weight_bytes > so.memory.budget_bytes)
-    throw std::runtime_error(fmt::format("the weights ({:.2f} GiB) exceed the memory budget ({:.2f} GiB, {}); raise "
-                                         "TENSORFOLD_MEMORY_LIMIT_GB or serve a smaller model",
-                                         gib(so.memory.weight_bytes), gib(so.memory.budget_bytes),
-                                         so.memory.budget_source));
+    throw std::runtime_error(
+        fmt::format("the weights ({:.2f} GiB) exceed the memory budget ({:.2f} GiB, {}); raise "
+                    "TENSORFOLD_MEMORY_LIMIT_GB or serve a smaller model",
+                    gib(so.memory.weight_bytes), gib(so.memory.budget_bytes), so.memory.budget_source));
   if (so.memory.max_tokens_alone() < 2)
-    throw std::runtime_error(fmt::format("the memory budget ({:.2f} GiB, {}) leaves no room for a stream beside the "
-                                         "weights ({:.2f} GiB); raise TENSORFOLD_MEMORY_LIMIT_GB",
-                                         gib(so.memory.budget_bytes), so.memory.budget_source,
-                                         gib(so.memory.weight_bytes)));
+    throw std::runtime_error(
+        fmt::format("the memory budget ({:.2f} GiB, {}) leaves no room for a stream beside the "
+                    "weights ({:.2f} GiB); raise TENSORFOLD_MEMORY_LIMIT_GB",
+                    gib(so.memory.budget_bytes), so.memory.budget_source, gib(so.memory.weight_bytes)));
   const Tokenizer* tok = tokenizer_.get();
   scheduler_ = std::make_unique<Scheduler>(*model_, std::move(so), [tok] {
     return std::make_unique<TokenizerText>(tok->incremental_decoder(/*skip_special=*/true));
@@ -176,12 +177,13 @@ MemoryPlan Engine::plan_memory() const {
                                                  : "70% of physical memory";
   }
   m.weight_bytes = info.weight_bytes;
+  m.mapped_bytes = info.mapped_bytes;
   m.state_bytes_per_token = info.state_bytes_per_token;
   // MTP drafts keep the head's own KV cache beside the stream's, one row per position.
   if (drafter_ == "mtp" && max_drafts_ > 0) m.state_bytes_per_token += model_->draft_head()->state_bytes_per_token();
   m.state_bytes_per_stream = info.state_bytes_per_stream;
-  m.workspace_bytes = prefill_workspace_bytes(info.prefill_chunk, info.state_bytes_per_token, info.vocab,
-                                              1 + max_drafts_);
+  m.workspace_bytes =
+      prefill_workspace_bytes(info.prefill_chunk, info.state_bytes_per_token, info.vocab, 1 + max_drafts_);
   return m;
 }
 
@@ -192,18 +194,25 @@ std::string Engine::concurrency_summary() const {
   const auto& o = scheduler_->options();
   const auto& m = o.memory;
   const std::string sharing =
-      o.shared_rows > 0 ? fmt::format("rounds shared: one forward pass of up to {} rows; row check: shared rounds "
-                                      "equal serial decoding bit for bit", o.shared_rows)
-      : row_check_.shared_checked ? "one forward per stream: the row check found shared rounds differing from serial decoding"
-                        : "one forward per stream";
+      o.shared_rows > 0 ? fmt::format(
+                              "rounds shared: one forward pass of up to {} rows; row check: shared rounds "
+                              "equal serial decoding bit for bit",
+                              o.shared_rows)
+      : row_check_.shared_checked
+          ? "one forward per stream: the row check found shared rounds differing from serial decoding"
+          : "one forward per stream";
   return fmt::format(
       "up to {} streams at once ({}; decode keeps {:.0f}% of the time while prompts fill), {} more queued\n"
-      "  memory    budget {} bytes ({:.2f} GiB, {}); weights {} bytes; a request reserves {} bytes per token "
+      "  memory    budget {} bytes ({:.2f} GiB, {}); weights {} bytes{}; a request reserves {} bytes per token "
       "(prompt plus completion) + {} bytes of fixed state + {} bytes of prefill workspace; one request fits up to {} "
       "tokens",
       o.parallel, sharing, o.decode_share * 100.0, o.max_queue, m.budget_bytes, gib(m.budget_bytes), m.budget_source,
-      m.weight_bytes, m.state_bytes_per_token, m.state_bytes_per_stream, m.workspace_bytes,
-      std::min(m.max_tokens_alone(), context_));
+      m.weight_bytes,
+      m.mapped_bytes > 0 ? fmt::format(" (and {} bytes of tables read from the mapped file as tokens need them, "
+                                       "outside the budget)",
+                                       m.mapped_bytes)
+                         : std::string(),
+      m.state_bytes_per_token, m.state_bytes_per_stream, m.workspace_bytes, std::min(m.max_tokens_alone(), context_));
 }
 
 std::string Engine::prompt_precision() const {
@@ -247,8 +256,8 @@ std::string Engine::drafting_summary() const {
   for (const auto& [width, same] : row_check_.widths)
     if (!same) failed += (failed.empty() ? "" : ", ") + std::to_string(width);
   const std::string source = drafter_ == "mtp" ? "the checkpoint's MTP head" : "context copies";
-  std::string s = max_drafts_ > 0 ? source + ", up to " + std::to_string(max_drafts_) + " drafts per round"
-                                   : std::string("off");
+  std::string s =
+      max_drafts_ > 0 ? source + ", up to " + std::to_string(max_drafts_) + " drafts per round" : std::string("off");
   s += "; row check: verify windows 2.." + std::to_string(row_check_.widths.back().first);
   s += failed.empty() ? " equal serial decoding bit for bit" : ", widths " + failed + " differ (not served)";
   if (!row_check_.costs.empty() && max_drafts_ > 0) {

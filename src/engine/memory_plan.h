@@ -9,13 +9,14 @@
 namespace tf {
 
 struct MemoryPlan {
-  std::size_t budget_bytes = 0;        // weights and streams together
-  std::string budget_source;           // how the budget was found, for the startup report
+  std::size_t budget_bytes = 0;  // weights and streams together
+  std::string budget_source;     // how the budget was found, for the startup report
   std::size_t weight_bytes = 0;
+  std::size_t mapped_bytes = 0;  // weights read from the mapped file on demand (ModelInfo::mapped_bytes)
   std::size_t state_bytes_per_token = 0;
   std::size_t state_bytes_per_stream = 0;  // fixed per stream (recurrent layers), whatever its length
-  std::size_t workspace_bytes = 0;     // per stream: activations of a prefill chunk and the logits of a round
-  std::size_t prompt_cache_bytes = 0;  // retained prompt prefixes (--prompt-cache-gib), held beside the streams
+  std::size_t workspace_bytes = 0;         // per stream: activations of a prefill chunk and the logits of a round
+  std::size_t prompt_cache_bytes = 0;      // retained prompt prefixes (--prompt-cache-gib), held beside the streams
 
   // Bytes left for streams once the weights and the prompt cache are in.
   std::size_t stream_room() const {

@@ -21,6 +21,8 @@ struct ModelInfo {
   std::int64_t vocab = 0;
   std::int64_t context = 0;                // the checkpoint's trained context length
   std::size_t weight_bytes = 0;            // as uploaded to the backend
+  std::size_t mapped_bytes = 0;            // read in place from the mapped checkpoint as tokens need them (n-gram
+                                           // tables): the page cache holds what the text touches, not the budget
   std::size_t state_bytes_per_token = 0;   // cache growth per position of one stream
   std::size_t state_bytes_per_stream = 0;  // what one stream holds whatever its length (recurrent layers)
   std::int64_t prefill_chunk = 512;        // the family's fixed chunk grid for prefill (ARCHITECTURE §4)

@@ -2,8 +2,9 @@
 template: qwen3_5 (tests/goldens/qwen3_5/mlx-4bit: MLX affine 4-bit, tied; Gated DeltaNet state), nemotron_h
 (tests/goldens/nemotron_h/mlx-4bit: mlx-community layout, MLX affine 4/8-bit; Mamba-2 state and experts) and
 gemma4 (tests/goldens/gemma4/bf16: sliding-window layers of window 8, which every reply here outgrows, beside
-full layers of another head shape; experts) and qwen4_exp (tests/goldens/qwen4_exp/bf16: sparse attention past its
-dense prefix, hyper-connections, n-gram windows, experts): exact drafting through recurrent state, sliding windows,
+full layers of another head shape; experts) and qwen4_exp (tests/goldens/qwen4_exp/mlx-mixed: MLX affine 4/8-bit
+in mlx-lm's conventions; sparse attention past its dense prefix, hyper-connections, n-gram windows over 4-bit
+tables read from the mapped file, experts): exact drafting through recurrent state, sliding windows,
 the indexer's rows and the n-gram windows. For each family and every case the token ids
 with drafts (context copies) equal those with `"draft": false` and those of the same request run while three
 others run beside it (--parallel 4, shared rounds), at temperatures 0, 0.7 and 1.0; drafts are really accepted
@@ -12,7 +13,9 @@ and rejected (a rejection rolls the recurrent state back inside its window). Pri
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import struct
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -22,7 +25,7 @@ from ._serve import start_serve
 
 GOLDENS = Path(__file__).resolve().parents[1] / "goldens"
 FAMILIES = {"qwen3_5": GOLDENS / "qwen3_5" / "mlx-4bit", "nemotron_h": GOLDENS / "nemotron_h" / "mlx-4bit",
-            "gemma4": GOLDENS / "gemma4" / "bf16", "qwen4_exp": GOLDENS / "qwen4_exp" / "bf16"}
+            "gemma4": GOLDENS / "gemma4" / "bf16", "qwen4_exp": GOLDENS / "qwen4_exp" / "mlx-mixed"}
 if os.environ.get("TF_E2E_BACKEND") == "cuda":  # the device suite: these do not run on CUDA yet
     del FAMILIES["nemotron_h"], FAMILIES["gemma4"], FAMILIES["qwen4_exp"]
 PROMPTS = [
@@ -90,10 +93,20 @@ def concurrent_ids(client, model, prompt_i, sampling_i, seed, settings):
         return futures[0].result()[0]
 
 
+def stored_bytes(checkpoint: Path, part: str) -> int:
+    """The stored bytes of the tensors of `checkpoint`'s model.safetensors whose names hold `part`."""
+    raw = (checkpoint / "model.safetensors").read_bytes()
+    header = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
+    return sum(t["data_offsets"][1] - t["data_offsets"][0] for k, t in header.items() if part in k)
+
+
 def test_startup_report_names_the_family(family_server):
     assert f"family    {family_server.family}" in family_server.report
     if family_server.family != "gemma4":  # no recurrent layers
         assert "bytes of fixed state" in family_server.report
+    if family_server.family == "qwen4_exp":  # the n-gram tables stay in the mapped file, named apart as stored
+        tables = stored_bytes(FAMILIES["qwen4_exp"], ".ngram_embedding.")
+        assert f"(and {tables} bytes of tables read from the mapped file as tokens need them" in family_server.report
     # No MTP head in these checkpoints: --drafter auto drafts from context copies.
     assert "drafting  context copies" in family_server.report
 
