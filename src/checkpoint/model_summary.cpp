@@ -128,6 +128,38 @@ void count_gemma4_layers(ModelSummary& s, const nlohmann::json& t) {
   }
 }
 
+// Hybrid GGUFs (llama.cpp's qwen35, qwen3next, ...): block_count closes with the MTP head's nextn_predict_layers,
+// attention.recurrent_layers marks the Gated DeltaNet layers, whose state the ssm.* keys size.
+void count_gguf_hybrid_layers(ModelSummary& s, const GgufHeader& h, const std::string& a) {
+  const std::uint64_t nextn = h.get_uint(a + "nextn_predict_layers").value_or(0);
+  if (nextn > 0 && nextn < s.layers) {
+    s.layers -= nextn;
+    for (const auto& t : h.tensors) {
+      if (!t.name.starts_with("blk.")) continue;
+      const auto dot = t.name.find('.', 4);
+      const std::string index = t.name.substr(4, dot == std::string::npos ? std::string::npos : dot - 4);
+      if (!index.empty() && index.size() <= 9 && index.find_first_not_of("0123456789") == std::string::npos &&
+          std::stoull(index) >= s.layers)
+        s.mtp_parameters += t.element_count;
+    }
+  }
+  const auto* rec = h.get_array(a + "attention.recurrent_layers");
+  if (rec == nullptr || rec->element_type != GgufValueType::BOOL) return;
+  std::uint64_t recurrent = 0;
+  for (std::size_t i = 0; i < rec->items.size() && i < s.layers; ++i)
+    recurrent += std::get<bool>(rec->items[i].v) ? 1 : 0;
+  const std::uint64_t kh = h.get_uint(a + "ssm.group_count").value_or(0),
+                      vh = h.get_uint(a + "ssm.time_step_rank").value_or(0),
+                      kd = h.get_uint(a + "ssm.state_size").value_or(0),
+                      inner = h.get_uint(a + "ssm.inner_size").value_or(0),
+                      kernel = h.get_uint(a + "ssm.conv_kernel").value_or(4);
+  if (recurrent == 0 || vh == 0 || kd == 0 || inner % vh != 0 || kernel == 0) return;
+  s.recurrent_layers = recurrent;
+  s.attention_layers = s.layers - recurrent;
+  const std::uint64_t channels = 2 * kh * kd + inner;
+  s.recurrent_bytes = recurrent * 4 * (vh * kd * (inner / vh) + (kernel - 1) * channels);
+}
+
 ModelSummary summarize_gguf(const std::string& path) {
   GgufFile f(path);
   const auto& h = f.header();
@@ -148,6 +180,7 @@ ModelSummary summarize_gguf(const std::string& path) {
   s.vocab = h.get_uint(a + "vocab_size").value_or(0);
   if (s.vocab == 0)
     if (const auto* tokens = h.get_array("tokenizer.ggml.tokens")) s.vocab = tokens->items.size();
+  count_gguf_hybrid_layers(s, h, a);
   finish_kv(s);
   if (auto model = h.get_string("tokenizer.ggml.model")) s.tokenizer = *model + " (GGUF)";
   s.has_chat_template = h.get("tokenizer.chat_template") != nullptr;
