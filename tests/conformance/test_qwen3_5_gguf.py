@@ -12,11 +12,13 @@ to Q8_0 and Q4_K_M (tests/goldens/qwen3_5/gguf/, made by scripts/golden/make_qwe
   divergence) llama.cpp's token is our top token or within NEAR_TIE of it; our own free-running greedy tokens
   equal llama.cpp's up to a step where llama.cpp's top-2 gap is below NEAR_TIE. The tolerances are llama.cpp's
   arithmetic, not ours: it rounds activations to f16 for F16 weights, and to 8 bits a block of 32 (Q8_0) or 256
-  (Q8_K) for the quantized blocks, as coarse as the Q8_0 weights themselves; we keep float32 activations. The
+  (Q8_K) for the quantized blocks, as coarse as the Q8_0 weights themselves; ours are float32, or 16-bit blocks
+  in the integer products (quantized_matmul.cpp), 256 times finer. The
   quantizations' own effect on the logits is larger (Q4_K_M against the float64 golden: ~0.12), so a misread
   block type fails. Each divergence and the worst differences are printed.
 * Every file: verify windows with wrong drafts rejected mid-window equal serial decoding bit for bit before and
   after each rollback of the Gated DeltaNet state (tf_greedy_tool's check_rollback), so drafted == serial.
+* The tokenizer and chat template from the GGUF metadata: the checkpoint's ids and chat prompt.
 """
 import json
 import subprocess
@@ -118,3 +120,27 @@ def test_gguf_matches_llama_cpp_on_the_same_file(quant, build_dir, tmp_path, cap
               f"greedy {exact}/{len(ours)} equal, parted at {parted or 'none'}; on llama.cpp's tokens {agree}/"
               f"{len(rows) * steps} steps agree, near-ties {ties or 'none'}; {rollback}")
     assert worst < logit_tol
+
+
+def test_gguf_tokenizer_and_chat_template_equal_the_checkpoints(tensorfold_bin, tmp_path):
+    """The tokenizer and chat template from the GGUF metadata (tokenizer.ggml.*, tokenizer.chat_template) give the
+    safetensors checkpoint's ids (tokenizer.json) for plain and special-token text, and its rendered chat prompt."""
+    texts = ["Hello, world!", "  spaces\tand\nnewlines\n\n", "<|im_start|>user\nabc abc<|im_end|>", "1 2 3 10 100",
+             "Copy this exactly: the cat sat on the mat."]
+    lines = tmp_path / "texts.jsonl"
+    lines.write_text("".join(json.dumps(t) + "\n" for t in texts))
+    messages = tmp_path / "messages.json"
+    messages.write_text(json.dumps([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi!"}]))
+
+    def outputs(model):
+        tok = subprocess.run([str(tensorfold_bin), "tokenize", str(model), "--jsonl", str(lines)], capture_output=True,
+                             text=True, timeout=60)
+        tpl = subprocess.run([str(tensorfold_bin), "template", str(model), "--messages", str(messages),
+                              "--add-generation-prompt", "--tokens"], capture_output=True, text=True, timeout=60)
+        assert tok.returncode == 0 and tpl.returncode == 0, tok.stderr + tpl.stderr
+        return tok.stdout, tpl.stdout
+
+    want = outputs(GOLDENS / "bf16-mtp")
+    assert len(want[0].splitlines()) == len(texts) and json.loads(want[1])
+    for quant in ("F16", "Q4_K_M"):
+        assert outputs(GGUF / f"qwen3_5-tiny-{quant}.gguf") == want, quant
