@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <array>
 #include <filesystem>
+#include <string_view>
 
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/gguf.h"
@@ -128,6 +130,16 @@ void count_gemma4_layers(ModelSummary& s, const nlohmann::json& t) {
   }
 }
 
+// llama.cpp's name for general.file_type (llama.h's LLAMA_FTYPE_MOSTLY_*), or "" for a value it does not name.
+std::string_view llama_file_type_name(std::uint64_t t) {
+  static constexpr std::array<std::string_view, 42> kNames{
+      "F32",    "F16",     "Q4_0",   "Q4_1",   "",       "",          "",       "Q8_0",  "Q5_0",    "Q5_1",   "Q2_K",
+      "Q3_K_S", "Q3_K_M",  "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S",    "Q5_K_M", "Q6_K",  "IQ2_XXS", "IQ2_XS", "Q2_K_S",
+      "IQ3_XS", "IQ3_XXS", "IQ1_S",  "IQ4_NL", "IQ3_S",  "IQ3_M",     "IQ2_S",  "IQ2_M", "IQ4_XS",  "IQ1_M",  "BF16",
+      "",       "",        "",       "TQ1_0",  "TQ2_0",  "MXFP4_MOE", "NVFP4",  "Q1_0",  "Q2_0"};
+  return t < kNames.size() ? kNames[t] : std::string_view();
+}
+
 // Hybrid GGUFs (llama.cpp's qwen35, qwen3next, ...): block_count closes with the MTP head's nextn_predict_layers,
 // attention.recurrent_layers marks the Gated DeltaNet layers, whose state the ssm.* keys size.
 void count_gguf_hybrid_layers(ModelSummary& s, const GgufHeader& h, const std::string& a) {
@@ -199,6 +211,12 @@ ModelSummary summarize_gguf(const std::string& path) {
   for (const auto& [type, bytes] : bytes_by_type)
     if (bytes > best && type != "F32") best = bytes, s.quantization = type;
   if (s.quantization.empty()) s.quantization = "F32";
+  // llama-quantize's mixes (Q4_K_M, ...) store several block types, and rows that are not whole blocks of the
+  // mix's type fall back to others: the file type names the mix.
+  if (const auto ft = h.get_uint("general.file_type")) {
+    const auto name = llama_file_type_name(*ft);
+    if (!name.empty() && name != s.quantization) s.quantization += fmt::format(" (file type {})", name);
+  }
   return s;
 }
 

@@ -444,5 +444,7 @@ def test_info_reads_a_qwen35_gguf_as_its_safetensors_checkpoint(tensorfold, quan
                 "chat template"):
         assert info[key] == st[key], key
     assert info["kv cache"] == ["512 B per token (f16; 2 of 8 layers attend)"]
+    # The tiny rows of 128 are not whole Q4_K blocks: llama-quantize stored most of the Q4_K_M mix as Q5_0.
+    assert info["quantization"] == [{"Q4_K_M": "Q5_0 (file type Q4_K_M)"}.get(quant, quant)]
     mtp = re.search(r"\((\d+) of them the MTP head's", one(info, "parameters"))
     assert mtp and mtp.group(1) == re.search(r"\((\d+) of them the MTP head's", one(st, "parameters")).group(1)
