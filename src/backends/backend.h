@@ -116,10 +116,14 @@ class KvCache : public StateStore {};
 // inside its last call only (as a RecurrentState does) and a snapshot holds the last window - 1 positions.
 class WindowKvCache : public KvCache {};
 
-// The shape of a Gated DeltaNet mixer (Qwen3-Next / Qwen3.5): value heads share key heads in consecutive
-// groups of v_heads / k_heads; the causal conv spans `conv_kernel` positions of the q|k|v projection.
+// The shape of a Gated DeltaNet mixer (Qwen3-Next / Qwen3.5): value heads share key heads, v_heads / k_heads
+// each; the causal conv spans `conv_kernel` positions of the q|k|v projection. Hugging Face checkpoints group
+// the value heads by key head (value head h reads key head h / (v_heads / k_heads)); llama.cpp's GGUF files
+// tile them (value head h reads key head h % k_heads: convert_hf_to_gguf reorders the value heads' rows and
+// columns so that ggml broadcasts the key heads), `tiled_value_heads`.
 struct GatedDeltaSpec {
   int k_heads = 0, v_heads = 0, k_dim = 0, v_dim = 0, conv_kernel = 4;
+  bool tiled_value_heads = false;
   std::int64_t conv_channels() const { return 2LL * k_heads * k_dim + static_cast<std::int64_t>(v_heads) * v_dim; }
   // One layer's recurrent bytes: float32 state [v_heads, k_dim, v_dim] and the last conv_kernel - 1 inputs.
   std::size_t layer_bytes() const {

@@ -1,5 +1,7 @@
 #include "blocks/gated_delta.h"
 
+#include <cmath>
+
 namespace tf {
 
 GatedDeltaBlock GatedDeltaBlock::load(WeightSource& src, const std::string& prefix, const GatedDeltaConfig& cfg) {
@@ -18,7 +20,20 @@ GatedDeltaBlock GatedDeltaBlock::load(WeightSource& src, const std::string& pref
   blk.in_b = src.matrix(prefix + "in_proj_b.weight", s.v_heads, cfg.hidden, WeightSplit::outputs());
   blk.in_a = src.matrix(prefix + "in_proj_a.weight", s.v_heads, cfg.hidden, WeightSplit::outputs());
   blk.conv = src.dense(prefix + "conv1d.weight", s.conv_channels(), s.conv_kernel, qkv_parts);
-  blk.a_log = src.vector(prefix + "A_log", s.v_heads, false, WeightSplit::outputs());
+  if (cfg.stored_a) {
+    // log(-A) is A_log again to within a rounding of float32's exp (torch's, at conversion), and the kernels
+    // take A_log; A must be negative for the decay to lie in (0, 1).
+    auto a = src.floats(prefix + "A_log", s.v_heads);
+    for (float& v : a) {
+      if (!(v < 0.0f))
+        src.fail("tensor '" + prefix + "A_log' (A = -exp(A_log)) holds " + std::to_string(v) +
+                 ", not a negative decay rate");
+      v = std::log(-v);
+    }
+    blk.a_log = src.values(prefix + "A_log", a, WeightSplit::outputs());
+  } else {
+    blk.a_log = src.vector(prefix + "A_log", s.v_heads, false, WeightSplit::outputs());
+  }
   blk.dt_bias = src.vector(prefix + "dt_bias", s.v_heads, false, WeightSplit::outputs());
   blk.norm = src.vector(prefix + "norm.weight", s.v_dim);  // a plain multiplier, not zero-centred
   blk.out = src.matrix(prefix + "out_proj.weight", cfg.hidden, value_width, WeightSplit::inputs());

@@ -35,6 +35,36 @@ void q4_1(const std::uint8_t* b, float* y) {  // {f16 d, f16 m, u8 qs[16]}
   }
 }
 
+// Q5_0 and Q5_1: the fifth bit of element j is bit j of the 32-bit qh (elements 0..15 in the low nibbles of qs,
+// 16..31 in the high ones, as Q4_0).
+std::uint32_t u32_at(const std::uint8_t* p) {
+  std::uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+void q5_0(const std::uint8_t* b, float* y) {  // {f16 d, u32 qh, u8 qs[16]}
+  const float d = f16_at(b);
+  const std::uint32_t qh = u32_at(b + 2);
+  for (int j = 0; j < 16; ++j) {
+    const int lo = (b[6 + j] & 0x0f) | static_cast<int>(((qh >> j) & 1) << 4);
+    const int hi = (b[6 + j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
+    y[j] = d * static_cast<float>(lo - 16);
+    y[j + 16] = d * static_cast<float>(hi - 16);
+  }
+}
+
+void q5_1(const std::uint8_t* b, float* y) {  // {f16 d, f16 m, u32 qh, u8 qs[16]}
+  const float d = f16_at(b), m = f16_at(b + 2);
+  const std::uint32_t qh = u32_at(b + 4);
+  for (int j = 0; j < 16; ++j) {
+    const int lo = (b[8 + j] & 0x0f) | static_cast<int>(((qh >> j) & 1) << 4);
+    const int hi = (b[8 + j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
+    y[j] = d * static_cast<float>(lo) + m;
+    y[j + 16] = d * static_cast<float>(hi) + m;
+  }
+}
+
 void q8_0(const std::uint8_t* b, float* y) {  // {f16 d, i8 qs[32]}
   const float d = f16_at(b);
   for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(static_cast<std::int8_t>(b[2 + j])) * d;
@@ -130,6 +160,8 @@ void dequantize_ggml(GgmlType type, std::span<const std::uint8_t> data, std::spa
   switch (type) {
     case GgmlType::Q4_0: block_fn = q4_0; break;
     case GgmlType::Q4_1: block_fn = q4_1; break;
+    case GgmlType::Q5_0: block_fn = q5_0; break;
+    case GgmlType::Q5_1: block_fn = q5_1; break;
     case GgmlType::Q8_0: block_fn = q8_0; break;
     case GgmlType::Q4_K: block_fn = q4_k; break;
     case GgmlType::Q5_K: block_fn = q5_k; break;

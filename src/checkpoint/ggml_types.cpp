@@ -8,7 +8,7 @@ using T = GgmlType;
 constexpr std::array<GgmlTypeInfo, 34> kTypes{{
     {T::F32, "F32", 1, 4, true},         {T::F16, "F16", 1, 2, true},
     {T::Q4_0, "Q4_0", 32, 18, true},     {T::Q4_1, "Q4_1", 32, 20, true},
-    {T::Q5_0, "Q5_0", 32, 22, false},    {T::Q5_1, "Q5_1", 32, 24, false},
+    {T::Q5_0, "Q5_0", 32, 22, true},     {T::Q5_1, "Q5_1", 32, 24, true},
     {T::Q8_0, "Q8_0", 32, 34, true},     {T::Q8_1, "Q8_1", 32, 40, false},
     {T::Q2_K, "Q2_K", 256, 84, false},   {T::Q3_K, "Q3_K", 256, 110, false},
     {T::Q4_K, "Q4_K", 256, 144, true},   {T::Q5_K, "Q5_K", 256, 176, true},

@@ -1,8 +1,8 @@
 #pragma once
 // A weight as decoded from a checkpoint, before any backend sees it, in one of three forms: dense float
 // elements; MLX-style affine group quantization (packed uint32 codes LSB-first, one bitstream per row; scales
-// and biases per group); or GGUF blocks exactly as the file stores them (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K),
-// for backends whose kernels read those blocks. A backend without such kernels takes portable_weight()
+// and biases per group); or GGUF blocks exactly as the file stores them (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
+// Q5_K, Q6_K), for backends whose kernels read those blocks. A backend without such kernels takes portable_weight()
 // (weight_forms.h): the affine or dense form of the same weight. Lives in checkpoint/ because the readers
 // produce it; backends/ includes it from here (checkpoint/ never includes backends/).
 #include <cstdint>

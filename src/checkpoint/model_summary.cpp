@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <array>
 #include <filesystem>
+#include <string_view>
 
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/gguf.h"
@@ -128,6 +130,48 @@ void count_gemma4_layers(ModelSummary& s, const nlohmann::json& t) {
   }
 }
 
+// llama.cpp's name for general.file_type (llama.h's LLAMA_FTYPE_MOSTLY_*), or "" for a value it does not name.
+std::string_view llama_file_type_name(std::uint64_t t) {
+  static constexpr std::array<std::string_view, 42> kNames{
+      "F32",    "F16",     "Q4_0",   "Q4_1",   "",       "",          "",       "Q8_0",  "Q5_0",    "Q5_1",   "Q2_K",
+      "Q3_K_S", "Q3_K_M",  "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S",    "Q5_K_M", "Q6_K",  "IQ2_XXS", "IQ2_XS", "Q2_K_S",
+      "IQ3_XS", "IQ3_XXS", "IQ1_S",  "IQ4_NL", "IQ3_S",  "IQ3_M",     "IQ2_S",  "IQ2_M", "IQ4_XS",  "IQ1_M",  "BF16",
+      "",       "",        "",       "TQ1_0",  "TQ2_0",  "MXFP4_MOE", "NVFP4",  "Q1_0",  "Q2_0"};
+  return t < kNames.size() ? kNames[t] : std::string_view();
+}
+
+// Hybrid GGUFs (llama.cpp's qwen35, qwen3next, ...): block_count closes with the MTP head's nextn_predict_layers,
+// attention.recurrent_layers marks the Gated DeltaNet layers, whose state the ssm.* keys size.
+void count_gguf_hybrid_layers(ModelSummary& s, const GgufHeader& h, const std::string& a) {
+  const std::uint64_t nextn = h.get_uint(a + "nextn_predict_layers").value_or(0);
+  if (nextn > 0 && nextn < s.layers) {
+    s.layers -= nextn;
+    for (const auto& t : h.tensors) {
+      if (!t.name.starts_with("blk.")) continue;
+      const auto dot = t.name.find('.', 4);
+      const std::string index = t.name.substr(4, dot == std::string::npos ? std::string::npos : dot - 4);
+      if (!index.empty() && index.size() <= 9 && index.find_first_not_of("0123456789") == std::string::npos &&
+          std::stoull(index) >= s.layers)
+        s.mtp_parameters += t.element_count;
+    }
+  }
+  const auto* rec = h.get_array(a + "attention.recurrent_layers");
+  if (rec == nullptr || rec->element_type != GgufValueType::BOOL) return;
+  std::uint64_t recurrent = 0;
+  for (std::size_t i = 0; i < rec->items.size() && i < s.layers; ++i)
+    recurrent += std::get<bool>(rec->items[i].v) ? 1 : 0;
+  const std::uint64_t kh = h.get_uint(a + "ssm.group_count").value_or(0),
+                      vh = h.get_uint(a + "ssm.time_step_rank").value_or(0),
+                      kd = h.get_uint(a + "ssm.state_size").value_or(0),
+                      inner = h.get_uint(a + "ssm.inner_size").value_or(0),
+                      kernel = h.get_uint(a + "ssm.conv_kernel").value_or(4);
+  if (recurrent == 0 || vh == 0 || kd == 0 || inner % vh != 0 || kernel == 0) return;
+  s.recurrent_layers = recurrent;
+  s.attention_layers = s.layers - recurrent;
+  const std::uint64_t channels = 2 * kh * kd + inner;
+  s.recurrent_bytes = recurrent * 4 * (vh * kd * (inner / vh) + (kernel - 1) * channels);
+}
+
 ModelSummary summarize_gguf(const std::string& path) {
   GgufFile f(path);
   const auto& h = f.header();
@@ -148,6 +192,7 @@ ModelSummary summarize_gguf(const std::string& path) {
   s.vocab = h.get_uint(a + "vocab_size").value_or(0);
   if (s.vocab == 0)
     if (const auto* tokens = h.get_array("tokenizer.ggml.tokens")) s.vocab = tokens->items.size();
+  count_gguf_hybrid_layers(s, h, a);
   finish_kv(s);
   if (auto model = h.get_string("tokenizer.ggml.model")) s.tokenizer = *model + " (GGUF)";
   s.has_chat_template = h.get("tokenizer.chat_template") != nullptr;
@@ -166,6 +211,12 @@ ModelSummary summarize_gguf(const std::string& path) {
   for (const auto& [type, bytes] : bytes_by_type)
     if (bytes > best && type != "F32") best = bytes, s.quantization = type;
   if (s.quantization.empty()) s.quantization = "F32";
+  // llama-quantize's mixes (Q4_K_M, ...) store several block types, and rows that are not whole blocks of the
+  // mix's type fall back to others: the file type names the mix.
+  if (const auto ft = h.get_uint("general.file_type")) {
+    const auto name = llama_file_type_name(*ft);
+    if (!name.empty() && name != s.quantization) s.quantization += fmt::format(" (file type {})", name);
+  }
   return s;
 }
 

@@ -12,6 +12,22 @@
 namespace tf {
 namespace {
 
+// A block type's nominal code width (HostWeight::bits).
+int nominal_bits(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q8_0:
+      return 8;
+    case GgmlType::Q6_K:
+      return 6;
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::Q5_K:
+      return 5;
+    default:
+      return 4;
+  }
+}
+
 class GgufWeights final : public WeightReader {
  public:
   explicit GgufWeights(const std::string& path) : file_(path) {}
@@ -33,6 +49,8 @@ class GgufWeights final : public WeightReader {
       case GgmlType::BF16: return dense(std::move(w), HostDType::BF16, bytes);
       case GgmlType::Q4_0:
       case GgmlType::Q4_1:
+      case GgmlType::Q5_0:
+      case GgmlType::Q5_1:
       case GgmlType::Q8_0:
       case GgmlType::Q4_K:
       case GgmlType::Q5_K:
@@ -58,7 +76,7 @@ class GgufWeights final : public WeightReader {
                                               " elements are not whole " + std::string(info->name) + " blocks");
     w.block_type = type;
     w.group_size = static_cast<int>(info->block_elements);
-    w.bits = type == GgmlType::Q8_0 ? 8 : type == GgmlType::Q6_K ? 6 : type == GgmlType::Q5_K ? 5 : 4;
+    w.bits = nominal_bits(type);
     w.data.assign(bytes.begin(), bytes.end());
     return w;
   }

@@ -29,10 +29,13 @@ constexpr const char* kQwen4ExpWorks =
 
 // The one list of served architectures: load_model() dispatches on it, and `pull`, `serve REPO`, `models` and
 // `info` ask it (servable.h) before any weight is read or downloaded. A new family is one line here.
-constexpr std::array<Family, 8> kFamilies{{
+constexpr std::array<Family, 9> kFamilies{{
     {"llama", "llama", load_llama, "serves on MLX and CUDA"},
     {"qwen3_5", "qwen3_5", load_qwen3_5, "serves on MLX and CUDA, drafting from its MTP head where it has one"},
     {"qwen3_5_text", "qwen3_5", load_qwen3_5, "serves on MLX and CUDA, drafting from its MTP head where it has one"},
+    {"qwen35", "qwen3_5", load_qwen3_5,
+     "serves llama.cpp's GGUF (F16, Q8_0, Q4_K_M, ...) on MLX (not CUDA yet), drafting from its MTP head where it "
+     "has one"},
     {"nemotron_h", "nemotron_h", load_nemotron_h,
      "serves on MLX (not CUDA yet), drafting from its MTP head where it has one"},
     {"gemma4", "gemma4", load_gemma4,

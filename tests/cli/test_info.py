@@ -427,3 +427,24 @@ def test_info_counts_nemotron_h_parameters_total_mtp_and_active(tensorfold, vari
         want += f" ({mtp} of them the MTP head's, run only to draft)"
     want += f"; active per token {total - mtp - routed + active_routed} (routed experts: top-k of each layer's)"
     assert info_ok(tensorfold, golden)["parameters"] == [want]
+
+
+@pytest.mark.parametrize("quant", ["F16", "Q8_0", "Q4_K_M"])
+def test_info_reads_a_qwen35_gguf_as_its_safetensors_checkpoint(tensorfold, quant):
+    """The tiny qwen3_5 checkpoint as llama.cpp writes it (tests/goldens/qwen3_5/gguf): the arch `qwen35` from the
+    header, served by the qwen3_5 family; block_count 9 less the MTP head's nextn layer, and the layer plan from
+    attention.recurrent_layers with the Gated DeltaNet state from the ssm.* keys, as the safetensors checkpoint's
+    config.json gives them; the MTP head's parameters (blk.8.*) as many as its mtp.* ones."""
+    goldens = Path(__file__).resolve().parents[1] / "goldens" / "qwen3_5"
+    st = info_ok(tensorfold, goldens / "bf16-mtp")
+    info = info_ok(tensorfold, goldens / "gguf" / f"qwen3_5-tiny-{quant}.gguf")
+    assert info["format"] == ["gguf"] and info["architecture"] == ["qwen35"]
+    assert info["family"][0].startswith("qwen3_5: serves llama.cpp's GGUF")
+    for key in ("layers", "hidden size", "ffn size", "heads", "head dim", "vocab", "context", "kv cache", "recurrent",
+                "chat template"):
+        assert info[key] == st[key], key
+    assert info["kv cache"] == ["512 B per token (f16; 2 of 8 layers attend)"]
+    # The tiny rows of 128 are not whole Q4_K blocks: llama-quantize stored most of the Q4_K_M mix as Q5_0.
+    assert info["quantization"] == [{"Q4_K_M": "Q5_0 (file type Q4_K_M)"}.get(quant, quant)]
+    mtp = re.search(r"\((\d+) of them the MTP head's", one(info, "parameters"))
+    assert mtp and mtp.group(1) == re.search(r"\((\d+) of them the MTP head's", one(st, "parameters")).group(1)

@@ -100,19 +100,21 @@ def check_variant(tool, variant, logit_tol, work_dir, exact_dequant=False, famil
     return summary
 
 
-def check_mtp(tool, logit_tol, work_dir, golden=None, family="qwen3_5"):
+def check_mtp(tool, logit_tol, work_dir, golden=None, family="qwen3_5", model=None):
     """The MTP head of `golden` (default: qwen3_5's bf16-mtp) against its float64 reference (mtp_golden.json, made
     by scripts/golden/make_<family>_tiny.py from families-and-formats §1.7's formula): for the 40-token prompt the
     head's row t pairs the main model's hidden row h_t with the token x_{t+1} (t = 39: the main model's greedy
     next token), at position t. Its logits at t = 36..39 within the tolerance, its argmax equal at all 40
     positions, and the rows run one at a time (the head's KV cache growing as a stream's drafts build it) within
-    the tolerance of one pass. Returns a summary line, or raises GoldenMismatch."""
+    the tolerance of one pass. `model`: another file of the same weights (a GGUF conversion), run against the
+    golden's reference. Returns a summary line, or raises GoldenMismatch."""
     golden = Path(golden) if golden is not None else GOLDENS / "bf16-mtp"
+    model = Path(model) if model is not None else golden
     ref = json.loads((golden / "mtp_golden.json").read_text())
     prompt = ref["prompt_ids"]
     request = Path(work_dir) / "mtp.json"
     request.write_text(json.dumps({"prompt_ids": prompt}))
-    run = subprocess.run([str(tool), str(golden), str(request)], capture_output=True, text=True, timeout=600)
+    run = subprocess.run([str(tool), str(model), str(request)], capture_output=True, text=True, timeout=600)
     if run.returncode != 0:
         raise GoldenMismatch(f"MTP: the tool failed: {run.stderr.strip()[-2000:]}")
     ours = json.loads(run.stdout)

@@ -28,12 +28,14 @@ import gguf
 from gguf import GGMLQuantizationType as Q
 from gguf.constants import GGML_QUANT_SIZES
 
-SUPPORTED = [Q.F32, Q.F16, Q.BF16, Q.Q4_0, Q.Q4_1, Q.Q8_0, Q.Q4_K, Q.Q5_K, Q.Q6_K]
+SUPPORTED = [Q.F32, Q.F16, Q.BF16, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.Q4_K, Q.Q5_K, Q.Q6_K]
 
 # Byte offsets of the f16 scale fields inside one block, per type.
 F16_FIELDS = {
     Q.Q4_0: [0],  # d
     Q.Q4_1: [0, 2],  # d, m
+    Q.Q5_0: [0],  # d
+    Q.Q5_1: [0, 2],  # d, m
     Q.Q8_0: [0],  # d
     Q.Q4_K: [0, 2],  # d, dmin
     Q.Q5_K: [0, 2],  # d, dmin

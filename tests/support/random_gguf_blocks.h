@@ -37,6 +37,7 @@ inline HostWeight random_blocks(GgmlType type, std::int64_t rows, std::int64_t c
     std::uint8_t* b = w.data.data() + i * info.block_bytes;
     switch (type) {
       case GgmlType::Q4_1:
+      case GgmlType::Q5_1:
       case GgmlType::Q4_K:
       case GgmlType::Q5_K:
         put_half(b, scale(rng));

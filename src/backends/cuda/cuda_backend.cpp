@@ -96,6 +96,10 @@ class CudaBackendImpl final : public CudaBackend {
   bool has_linear_attention() const override { return true; }
   std::unique_ptr<RecurrentState> new_recurrent_state(int layers, const GatedDeltaSpec& spec) override {
     use_device();
+    if (spec.tiled_value_heads)
+      throw std::invalid_argument(
+          "new_recurrent_state: the CUDA kernels read value heads grouped by key head, not tiled as in "
+          "llama.cpp's GGUF files, yet");
     const cuda::GdnShape shape{spec.k_heads, spec.v_heads, spec.k_dim, spec.v_dim, spec.conv_kernel};
     if (!cuda::gdn_supported(shape))
       throw std::invalid_argument(

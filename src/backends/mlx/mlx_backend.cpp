@@ -39,6 +39,11 @@ const QuantizedMatrix* cpu_quantized(const DeviceWeight& w) {
   return impl != nullptr ? &impl->matrix : nullptr;
 }
 
+// The CPU kernel's shape of a Gated DeltaNet layer.
+GatedDeltaShape host_shape(const GatedDeltaSpec& s) {
+  return {s.k_heads, s.v_heads, s.k_dim, s.v_dim, s.conv_kernel, s.tiled_value_heads};
+}
+
 // Calls of up to this many rows (decode, verify windows, shared rounds) take the row-invariant products
 // (kernels/), so a row's logits are the same bits alone and inside a window; longer (prefill) chunks take
 // the BLAS products (kernels/prefill_gemm.h). Every other op is row-invariant at any row count.
@@ -323,7 +328,7 @@ class MlxBackend final : public Backend {
     if (spec.k_heads <= 0 || spec.v_heads % spec.k_heads != 0 || spec.k_dim <= 0 || spec.v_dim <= 0 ||
         spec.conv_kernel < 1)
       throw std::invalid_argument("new_recurrent_state: a Gated DeltaNet shape needs v_heads a multiple of k_heads");
-    const GatedDeltaShape shape{spec.k_heads, spec.v_heads, spec.k_dim, spec.v_dim, spec.conv_kernel};
+    const GatedDeltaShape shape = host_shape(spec);
     return std::make_unique<HostRecurrentState>(layers, shape.conv_floats() + shape.state_floats(),
                                                 static_cast<std::int64_t>(spec.v_heads) * spec.v_dim);
   }
@@ -486,7 +491,7 @@ class MlxBackend final : public Backend {
     const GatedDeltaWeights w{dense_values(conv_weight), dense_values(a_log), dense_values(dt_bias)};
     const std::int64_t width = static_cast<std::int64_t>(spec.v_heads) * spec.v_dim;
     auto [out, y] = new_rows(n, width);
-    const GatedDeltaShape shape{spec.k_heads, spec.v_heads, spec.k_dim, spec.v_dim, spec.conv_kernel};
+    const GatedDeltaShape shape = host_shape(spec);
     // The layer's state is [conv window | recurrent state] (the prompt cache's layout).
     const auto step = [w, shape](std::span<const HostRecurrentState::Input> in, std::int64_t rows, const float* before,
                                  float* after, float* result) {

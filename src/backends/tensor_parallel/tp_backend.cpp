@@ -345,6 +345,9 @@ class TpBackend final : public Backend {
     return count / n_;
   }
   GatedDeltaSpec rank_spec(const GatedDeltaSpec& spec) const {
+    // A rank holds consecutive value heads with their key heads, which tiled value heads do not keep together.
+    if (spec.tiled_value_heads)
+      throw std::invalid_argument("tensor parallel: Gated DeltaNet value heads tiled over the key heads do not divide");
     GatedDeltaSpec s = spec;
     s.k_heads = part(spec.k_heads, "key heads");
     s.v_heads = part(spec.v_heads, "value heads");

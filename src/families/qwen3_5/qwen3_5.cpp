@@ -6,91 +6,36 @@
 //                                     with the zero-centred norms stored as 1 + w and conv1d as [C, K, 1].
 // The multi-token-prediction head, where the checkpoint has one, is `mtp.*` at the top level in both Hugging
 // Face layouts (mlx-lm's conversion drops it); the model serves it as its draft head (blocks/mtp_head.h).
+// A GGUF file (llama.cpp's arch qwen35) is a fourth layout of the same plan: its names through
+// qwen3_5_gguf_name, norms stored as 1 + w, A stored as -exp(A_log), value heads tiled over the key heads.
 #include "families/qwen3_5/qwen3_5.h"
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 
 #include "backends/backend.h"
 #include "blocks/mtp_head.h"
 #include "blocks/weight_source.h"
 #include "checkpoint/checkpoint_error.h"
-#include "checkpoint/config_reader.h"
+#include "checkpoint/gguf.h"
 #include "checkpoint/hf_checkpoint.h"
 #include "checkpoint/weight_reader.h"
 #include "families/decoder_model.h"
+#include "families/qwen3_5/qwen3_5_config.h"
+#include "families/qwen3_5/qwen3_5_gguf_names.h"
 
 namespace tf {
 namespace {
 
-struct Qwen35Config {
-  std::int64_t vocab = 0, hidden = 0, ffn = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, context = 0;
-  float rms_eps = 1e-6f;
-  float rope_theta = 10000.0f;
-  double partial_rotary = 1.0;
-  bool output_gate = true;
-  bool tied = false;
-  GatedDeltaSpec gdn;
-  std::vector<bool> full_attention;  // per layer: full attention, else Gated DeltaNet
-  std::int64_t mtp_layers = 1;       // MTP layers, where the checkpoint holds mtp.* weights
-};
-
-Qwen35Config read_config(const nlohmann::json& top, const std::string& path) {
-  const std::string file = path + "/config.json";
-  const nlohmann::json& text = text_config(top);
-  const ConfigReader r(text, file);
-  Qwen35Config c;
-  c.vocab = r.integer("vocab_size");
-  c.hidden = r.integer("hidden_size");
-  c.ffn = r.integer("intermediate_size");
-  c.layers = r.integer("num_hidden_layers");
-  c.heads = r.integer("num_attention_heads");
-  c.kv_heads = r.integer("num_key_value_heads", c.heads);
-  c.head_dim = r.integer("head_dim", c.hidden / c.heads);
-  c.context = r.integer("max_position_embeddings", 4096);
-  c.rms_eps = static_cast<float>(r.number("rms_norm_eps", 1e-6));
-  c.output_gate = text.value("attn_output_gate", true);
-  // tie_word_embeddings may sit on the wrapper or in text_config.
-  c.tied = text.value("tie_word_embeddings", top.value("tie_word_embeddings", false));
-  const auto rp = text.find("rope_parameters");
-  const nlohmann::json& rope = rp != text.end() && rp->is_object() ? *rp : text;
-  c.rope_theta = static_cast<float>(r.number(rope, "rope_theta", r.number("rope_theta", 10000.0)));
-  c.partial_rotary = r.number(rope, "partial_rotary_factor", r.number("partial_rotary_factor", 1.0));
-  if (const std::string type = rope.value("rope_type", std::string("default")); type != "default")
-    r.fail("rope type '" + type + "' is not supported for qwen3_5 yet");
-  c.gdn.k_heads = static_cast<int>(r.integer("linear_num_key_heads"));
-  c.gdn.v_heads = static_cast<int>(r.integer("linear_num_value_heads"));
-  c.gdn.k_dim = static_cast<int>(r.integer("linear_key_head_dim"));
-  c.gdn.v_dim = static_cast<int>(r.integer("linear_value_head_dim"));
-  c.gdn.conv_kernel = static_cast<int>(r.integer("linear_conv_kernel_dim", 4));
-  if (c.gdn.v_heads % c.gdn.k_heads != 0) r.fail("linear_num_value_heads must be a multiple of linear_num_key_heads");
-  const double rot = static_cast<double>(c.head_dim) * c.partial_rotary;
-  if (c.partial_rotary <= 0.0 || c.partial_rotary > 1.0 || rot != static_cast<double>(static_cast<std::int64_t>(rot)) ||
-      static_cast<std::int64_t>(rot) % 2 != 0)
-    r.fail("partial_rotary_factor must give an even number of rotary dimensions of head_dim");
-  if (auto it = text.find("mtp_num_hidden_layers"); it != text.end() && it->is_number_integer())
-    c.mtp_layers = it->get<std::int64_t>();
-  if (auto lt = text.find("layer_types"); lt != text.end()) {
-    if (!lt->is_array() || static_cast<std::int64_t>(lt->size()) != c.layers)
-      r.fail("'layer_types' must list num_hidden_layers (" + std::to_string(c.layers) + ") entries");
-    for (const auto& t : *lt) {
-      const std::string s = t.is_string() ? t.get<std::string>() : std::string();
-      if (s != "full_attention" && s != "linear_attention")
-        r.fail("'layer_types' entries must be full_attention or linear_attention, not " + t.dump());
-      c.full_attention.push_back(s == "full_attention");
-    }
-  } else {
-    const std::int64_t every = r.integer("full_attention_interval", 4);
-    for (std::int64_t i = 0; i < c.layers; ++i) c.full_attention.push_back((i + 1) % every == 0);
-  }
-  return c;
-}
-
-// Where the text model's weights are in this checkpoint, and whether its norms still need the + 1.
+// Where the text model's weights are in this checkpoint, whether its norms still need the + 1, and whether it
+// stores A rather than A_log.
 struct Layout {
   std::string body;  // prefix of embed_tokens, layers, norm
   std::string head;  // lm_head.weight's name
   bool norms_plus_one = true;
+  bool stored_a = false;
 };
 
 Layout find_layout(const WeightReader& reader, const Qwen35Config& c, const std::string& path) {
@@ -98,7 +43,7 @@ Layout find_layout(const WeightReader& reader, const Qwen35Config& c, const std:
                                    {"model.", "lm_head.weight"},
                                    {"language_model.model.", "language_model.lm_head.weight"}}) {
     if (!reader.has(body + "embed_tokens.weight")) continue;
-    Layout l{body, head, true};
+    Layout l{body, head, true, false};
     // mlx-lm converts a Hugging Face checkpoint once: it adds 1 to the zero-centred norms and stores the conv
     // kernel as [C, K, 1]; it tells a converted checkpoint by that conv shape, and so do we.
     for (std::int64_t i = 0; i < c.layers; ++i) {
@@ -114,29 +59,62 @@ Layout find_layout(const WeightReader& reader, const Qwen35Config& c, const std:
                         "or language_model.model.embed_tokens.weight)");
 }
 
+// The checkpoint's reader, config and layout, from a GGUF file or a safetensors directory.
+struct Opened {
+  std::unique_ptr<WeightReader> reader;
+  Qwen35Config cfg;
+  Layout lay;
+  std::function<std::string(const std::string&)> rename;
+  std::string architecture;
+};
+
+Opened open_checkpoint(const std::string& path, bool is_gguf) {
+  Opened o;
+  if (is_gguf) {
+    const GgufFile f(path);
+    o.cfg = qwen3_5_config_from_gguf(f.header(), path);
+    o.reader = open_gguf_weights(path);
+    o.lay = {"model.", "lm_head.weight", false, true};
+    o.rename = [layers = o.cfg.layers](const std::string& name) { return qwen3_5_gguf_name(name, layers); };
+    o.architecture = f.header().get_string("general.architecture").value_or("qwen35");
+    return o;
+  }
+  HfCheckpoint ck(path);
+  o.cfg = qwen3_5_config_from_json(ck.config(), path);
+  o.reader = open_hf_weights(path);
+  o.lay = find_layout(*o.reader, o.cfg, path);
+  o.architecture = ck.config().value("model_type", std::string("qwen3_5"));
+  return o;
+}
+
 }  // namespace
 
 std::unique_ptr<Model> load_qwen3_5(const std::string& path, bool is_gguf, Backend& backend) {
-  if (is_gguf) throw CheckpointError(path, "qwen3_5 GGUF files are not read yet: use a safetensors directory");
   if (!backend.has_linear_attention())
     throw CheckpointError(path, "qwen3_5 needs linear-attention layers, which the " + backend.name() +
                                     " backend does not run yet: use --backend mlx");
-  HfCheckpoint ck(path);
-  const Qwen35Config cfg = read_config(ck.config(), path);
-  auto reader = open_hf_weights(path);
-  const Layout lay = find_layout(*reader, cfg, path);
-  WeightSource src(*reader, backend);
+  Opened ck = open_checkpoint(path, is_gguf);
+  const Qwen35Config& cfg = ck.cfg;
+  const Layout& lay = ck.lay;
+  // A backend that cannot run this Gated DeltaNet shape (its kernels' head sizes, a GGUF's tiled value heads)
+  // says so now, naming the file, rather than at the first request.
+  try {
+    backend.new_recurrent_state(1, cfg.gdn);
+  } catch (const std::invalid_argument& e) {
+    throw CheckpointError(path, std::string("the ") + backend.name() + " backend cannot run it: " + e.what());
+  }
+  WeightSource src(*ck.reader, backend, ck.rename);
 
   AttentionConfig ac;
   ac.hidden = cfg.hidden;
   ac.spec = attention_spec(cfg.heads, cfg.kv_heads, cfg.head_dim);
   ac.rope.base = cfg.rope_theta;
-  ac.rope.rotary_dims = static_cast<int>(static_cast<double>(cfg.head_dim) * cfg.partial_rotary);
+  ac.rope.rotary_dims = cfg.rotary_dims;
   ac.qk_norm = true;
   ac.zero_centred_qk_norm = lay.norms_plus_one;
   ac.output_gate = cfg.output_gate;
   ac.norm_eps = cfg.rms_eps;
-  GatedDeltaConfig gc{cfg.hidden, cfg.gdn, cfg.rms_eps};
+  GatedDeltaConfig gc{.hidden = cfg.hidden, .spec = cfg.gdn, .norm_eps = cfg.rms_eps, .stored_a = lay.stored_a};
 
   DecoderWeights w;
   w.rms_eps = cfg.rms_eps;
@@ -180,7 +158,7 @@ std::unique_ptr<Model> load_qwen3_5(const std::string& path, bool is_gguf, Backe
 
   ModelInfo info;
   info.family = "qwen3_5";
-  info.architecture = ck.config().value("model_type", std::string("qwen3_5"));
+  info.architecture = ck.architecture;
   info.vocab = cfg.vocab;
   info.context = cfg.context;
   info.weight_bytes = src.bytes();

@@ -195,7 +195,8 @@ std::unique_ptr<Model> load_qwen4_exp(const std::string& path, bool is_gguf, Bac
   ac.qk_norm = ac.output_gate = true;
   ac.zero_centred_qk_norm = sc.zero_centred_index_norms = zero_centred;
   ac.norm_eps = cfg.eps;
-  const GatedDeltaConfig gc{cfg.hidden, cfg.gdn, cfg.eps, cfg.sigmoid_output_gate};
+  const GatedDeltaConfig gc{
+      .hidden = cfg.hidden, .spec = cfg.gdn, .norm_eps = cfg.eps, .sigmoid_output_gate = cfg.sigmoid_output_gate};
   const auto wrapper = [&](const std::string& prefix, bool inject) {
     return std::make_shared<const HyperConnections>(
         HyperConnections::load(src, prefix, cfg.streams, cfg.hidden, cfg.hc_rank, cfg.eps, inject, zero_centred));

@@ -28,7 +28,7 @@ void gated_delta_rows(const float* qkv, const float* a, const float* b, std::int
   const std::int64_t C = s.channels();
   const int K = s.conv_kernel, dk = s.k_dim, dv = s.v_dim;
   const std::int64_t key_width = static_cast<std::int64_t>(s.k_heads) * dk;
-  const int group = s.v_heads / s.k_heads;  // value heads per key head, consecutive
+  const int group = s.v_heads / s.k_heads;  // value heads per key head
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
   // The conv window: the last K - 1 inputs, oldest first, then the current one.
   std::vector<float> window(static_cast<std::size_t>(K) * static_cast<std::size_t>(C));
@@ -52,8 +52,9 @@ void gated_delta_rows(const float* qkv, const float* a, const float* b, std::int
       l2_normalize(k + static_cast<std::ptrdiff_t>(h) * dk, dk, 1.0f);
     }
     for (int h = 0; h < s.v_heads; ++h) {
-      const float* qh = q + static_cast<std::ptrdiff_t>(h / group) * dk;
-      const float* kh = k + static_cast<std::ptrdiff_t>(h / group) * dk;
+      const int key_head = s.tiled_value_heads ? h % s.k_heads : h / group;
+      const float* qh = q + static_cast<std::ptrdiff_t>(key_head) * dk;
+      const float* kh = k + static_cast<std::ptrdiff_t>(key_head) * dk;
       const float* vh = v + static_cast<std::ptrdiff_t>(h) * dv;
       const float beta = sigmoid(b[t * s.v_heads + h]);
       const float decay = std::exp(-std::exp(w.a_log[h]) * softplus(a[t * s.v_heads + h] + w.dt_bias[h]));

@@ -9,6 +9,7 @@ namespace tf {
 
 struct GatedDeltaShape {
   int k_heads = 0, v_heads = 0, k_dim = 0, v_dim = 0, conv_kernel = 4;
+  bool tiled_value_heads = false;  // value head h reads key head h % k_heads, else h / (v_heads / k_heads)
   std::int64_t channels() const { return 2LL * k_heads * k_dim + static_cast<std::int64_t>(v_heads) * v_dim; }
   std::int64_t conv_floats() const { return static_cast<std::int64_t>(conv_kernel - 1) * channels(); }
   std::int64_t state_floats() const { return static_cast<std::int64_t>(v_heads) * k_dim * v_dim; }

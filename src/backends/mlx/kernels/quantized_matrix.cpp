@@ -11,8 +11,8 @@ namespace tf {
 namespace {
 
 bool has_block_kernel(GgmlType t) {
-  return t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K ||
-         t == GgmlType::Q5_K || t == GgmlType::Q6_K;
+  return t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 || t == GgmlType::Q5_1 ||
+         t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K;
 }
 
 std::vector<float> widen(const std::vector<std::uint8_t>& bytes, HostDType dt) {

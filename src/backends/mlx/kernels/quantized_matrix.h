@@ -25,8 +25,8 @@ struct QuantizedMatrix {
   std::size_t bytes() const;  // held in memory
 };
 
-// From a HostWeight of GGUF blocks (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K) or affine codes (bits 2, 3, 4, 5, 6
-// or 8; groups of 32, 64 or 128). Throws std::invalid_argument for anything else.
+// From a HostWeight of GGUF blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) or affine codes (bits 2,
+// 3, 4, 5, 6 or 8; groups of 32, 64 or 128). Throws std::invalid_argument for anything else.
 QuantizedMatrix quantized_matrix(HostWeight w);
 
 // How the product meets Q4_0, Q4_1, Q8_0, Q4_K and Q6_K blocks (other layouts always take Float32): float32
