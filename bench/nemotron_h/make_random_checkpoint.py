@@ -32,7 +32,8 @@ def bf16(a):
 
 
 class Writer:
-    """Streams tensors into one safetensors file: the header first (shapes known up front), then the data."""
+    """Streams tensors into one safetensors file: the header first (shapes known up front), then the data. A tensor
+    added with make None is left a hole (zeros that take no disk: the file is sparse)."""
 
     def __init__(self):
         self.entries = []  # (name, dtype, shape, nbytes, make)
@@ -50,8 +51,12 @@ class Writer:
         text += b" " * (-len(text) % 8)
         with open(path, "wb") as f:
             f.write(struct.pack("<Q", len(text)) + text)
-            for _, _, _, _, make in self.entries:
-                f.write(make().tobytes())
+            for _, _, _, size, make in self.entries:
+                if make is None:
+                    f.seek(size, os.SEEK_CUR)
+                else:
+                    f.write(make().tobytes())
+            f.truncate()
 
 
 def main():
