@@ -126,7 +126,7 @@ Glm5NextConfig read_config(const nlohmann::json& top, const std::string& path) {
   double bound = bounded ? r.number("linear_lower_bound", -5.0) : 0.0;
   if (const auto la = text.find("linear_attn_config"); la != text.end() && !la->is_null()) {
     if (!la->is_object()) r.fail("'linear_attn_config' must be an object");
-    const ConfigReader lr(*la, path + "/config.json (linear_attn_config)");
+    const ConfigReader lr(*la, path + "/config.json");  // its keys named as linear_attn_config has them
     k.heads = static_cast<int>(lr.integer("num_heads", k.heads));
     k.head_dim = static_cast<int>(lr.integer("head_dim", k.head_dim));
     k.conv_kernel = static_cast<int>(lr.integer("short_conv_kernel_size", k.conv_kernel));
