@@ -4,7 +4,7 @@ tokens from transformers' glm5_next (the reference: mlx-lm has no model for it).
 
 Runs on a CPU (transformers >= 5.25 with glm5_next, torch, safetensors, numpy; no network, no mlx):
     python3 scripts/golden/make_glm5_next_tiny.py [OUT_DIR]   # OUT_DIR default tests/goldens/glm5_next
-and writes OUT_DIR/{bf16,flat}/. Everything is seeded CPU init and float64 CPU arithmetic.
+and writes OUT_DIR/{bf16,flat,fp8}/. Everything is seeded CPU init and float64 CPU arithmetic.
 
 The model (GLM-5.3-Flash's shape shrunk; every piece issue 58 names is exercised):
   vocab 320, hidden 64, 5 layers [linear, indexed, indexed, linear, indexed] attention, mlp [dense, sparse x 4]
@@ -34,7 +34,10 @@ Variants (OUT_DIR/<name>/: config.json, model.safetensors, tokenizer files, gold
       routed experts one tensor each (experts.N.{gate,up,down}_proj.weight, as save_pretrained writes them);
   (b) flat: a flat text config (model_type glm5_next, the text keys at the top level, KDA keys as a
       linear_attn_config dict, indexer_types as index_topk_pattern "FFSFF") with model.* weight names and the
-      routed experts stacked as transformers holds them (experts.gate_up_proj [E, 2I, H], experts.down_proj).
+      routed experts stacked as transformers holds them (experts.gate_up_proj [E, 2I, H], experts.down_proj);
+  (c) fp8: (a) with the decoder layers' linear weights as float8 E4M3 in 128x128 blocks with float32
+      weight_scale_inv (value = code * scale, amax / 448 per block) and quantization_config quant_method fp8, its
+      golden the same float64 reference over the dequantized weights (code * scale in float32).
 
 golden.json: prompt_ids (seeded prompts of 5, 17 and 40 tokens), logits (float32 logits of the last 3 positions),
 greedy (16 tokens by repeated argmax over a full re-forward), gaps, top1_logit, indexer_margin and routing_margin
@@ -86,10 +89,25 @@ def log(*a):
     LOG.append(s)
 
 
+IN_INDEXER = [False]
+
+
+def _indexer_forward(self, *a, **kw):
+    IN_INDEXER[0] = True
+    try:
+        return _ORIG_INDEXER_FORWARD(self, *a, **kw)
+    finally:
+        IN_INDEXER[0] = False
+
+
+_ORIG_INDEXER_FORWARD = mg.Glm5NextTextIndexer.forward
+
+
 def _topk_recording(self, k, *a, **kw):
-    # The indexer's pool choice (scores [B, S, P].topk(k, dim=-1)): per query, the gap between the k-th and the
-    # next pool among the selectable ones (masked pools hold finfo.min).
-    if self.dim() == 3 and self.shape[-1] > k:
+    # The indexer's pool choice (scores [B, S, P].topk(k, dim=-1), inside the indexer only: the router's group
+    # top-2 is another Tensor.topk): per query, the gap between the k-th and the next pool among the selectable
+    # ones (masked pools hold finfo.min).
+    if IN_INDEXER[0] and self.dim() == 3 and self.shape[-1] > k:
         s = torch.sort(self, dim=-1, descending=True).values
         lo = torch.finfo(self.dtype).min
         for row in s.reshape(-1, s.shape[-1]):
@@ -106,11 +124,13 @@ class F64Patches:
         torch.Tensor.to = q4._to
         torch.nn.functional.softmax = q4._softmax
         torch.Tensor.topk = _topk_recording
+        mg.Glm5NextTextIndexer.forward = _indexer_forward
         return self
 
     def __exit__(self, *a):
         torch.Tensor.float, torch.Tensor.to = q4._ORIG["float"], q4._ORIG["to"]
         torch.nn.functional.softmax, torch.Tensor.topk = q4._ORIG["softmax"], q4._ORIG["topk"]
+        mg.Glm5NextTextIndexer.forward = _ORIG_INDEXER_FORWARD
 
 
 def make_config():
@@ -175,7 +195,7 @@ def clamp_counter(mod, inp, out):
 
 
 @torch.no_grad()
-def reference(model, prompts):
+def reference(model, prompts, min_margin=1e-4):
     m = Glm5NextForConditionalGeneration(make_config()).to(torch.float64).eval()
     m.load_state_dict({k: v.to(torch.float64) for k, v in model.state_dict().items()})
     hooks = []
@@ -210,7 +230,7 @@ def reference(model, prompts):
     log(f"  swiglu clamp: {MARGINS['clamped']} of {MARGINS['clamp_inputs']} gate/up values of the dense MLPs and "
         f"shared experts cut")
     assert len(MARGINS["indexer"]) > 0 and MARGINS["clamped"] > 0
-    assert im >= 1e-4 and rm >= 1e-4, "a near-tie: pick another noise seed in build_model"
+    assert im >= min_margin and rm >= min_margin, "a near-tie: pick another noise seed in build_model"
     golden.update(indexer_choices=len(MARGINS["indexer"]), indexer_margin=im, routing_margin=rm)
     return golden
 
@@ -230,6 +250,61 @@ def per_expert(sd):
         else:
             out[k] = v
     return out
+
+
+FP8_BLOCK = 128
+
+
+def fp8_quantizable(name, v):
+    # The decoder layers' linear weights (experts, shared experts, dense MLP, KDA, MLA and indexer projections);
+    # norms, convs, the router, the mHC maps, embeddings and lm_head stay as they are (as DeepSeek-style FP8
+    # releases leave them).
+    return (".layers." in name and name.endswith("_proj.weight") and v.dim() == 2
+            and not name.endswith(("mlp.gate.weight",)))
+
+
+def fp8_blocks(w):
+    """E4M3 codes and 128x128 block scales (amax / 448) of w [R, C]; the value is code * weight_scale_inv."""
+    w = w.float()
+    R, C = w.shape
+    sr, sc = -(-R // FP8_BLOCK), -(-C // FP8_BLOCK)
+    scale = torch.zeros(sr, sc, dtype=torch.float32)
+    q = torch.empty(R, C, dtype=torch.float8_e4m3fn)
+    for i in range(sr):
+        for j in range(sc):
+            blk = w[i * FP8_BLOCK:(i + 1) * FP8_BLOCK, j * FP8_BLOCK:(j + 1) * FP8_BLOCK]
+            s = (blk.abs().max() / 448.0).clamp(min=1e-12)
+            scale[i, j] = s
+            q[i * FP8_BLOCK:(i + 1) * FP8_BLOCK, j * FP8_BLOCK:(j + 1) * FP8_BLOCK] = (blk / s).to(torch.float8_e4m3fn)
+    full = scale.repeat_interleave(FP8_BLOCK, 0)[:R].repeat_interleave(FP8_BLOCK, 1)[:, :C]
+    return q, scale, q.float() * full  # float32 products: the dequantized weight, rounded once
+
+
+def fp8_variant(model, disk):
+    """The bf16 variant's disk tensors with every quantizable weight as E4M3 + weight_scale_inv, and a float32
+    model holding the dequantized values (the reference's weights)."""
+    out, state = {}, {k: v.clone() for k, v in model.state_dict().items()}
+    for k, v in disk.items():
+        if not fp8_quantizable(k, v):
+            out[k] = v
+            continue
+        q, scale, deq = fp8_blocks(v)
+        out[k] = q
+        out[k[:-len("weight")] + "weight_scale_inv"] = scale
+        parts = k.split(".")
+        if ".experts." in k and parts[-3].isdigit():  # experts.E.{gate,up,down}_proj.weight -> the stacks
+            e, proj, base = int(parts[-3]), parts[-2], ".".join(parts[:-3])
+            if proj == "down_proj":
+                state[base + ".down_proj"][e] = deq
+            else:
+                half = state[base + ".gate_up_proj"].shape[1] // 2
+                rows = slice(0, half) if proj == "gate_proj" else slice(half, 2 * half)
+                state[base + ".gate_up_proj"][e, rows] = deq
+        else:
+            state[k] = deq
+    m = Glm5NextForConditionalGeneration(make_config()).to(torch.float32).eval()
+    m.load_state_dict(state)
+    return out, m
 
 
 def main():
@@ -277,6 +352,27 @@ def main():
     write_common(d, tok, tcfg, gcfg)
     json.dump(dict(golden, variant="flat"), open(os.path.join(d, "golden.json"), "w"))
     log("greedy:", golden["greedy"])
+
+    # (c) fp8: the bf16 variant's layout with the decoder's linear weights as E4M3 in 128x128 blocks
+    # (weight_scale_inv, multiplied), the config's quantization_config as block-FP8 releases write it; its golden
+    # is the same float64 reference over the dequantized weights.
+    log("fp8 variant:")
+    fp8_sd, model_q = fp8_variant(model, wrapped)
+    for key in MARGINS:
+        MARGINS[key] = [] if isinstance(MARGINS[key], list) else 0
+    # Quantizing moved one routing choice to 3.6e-5 of a tie: still ~100x the float32 error of a router score
+    # (~3e-7 at these magnitudes), so 2e-5 is the bar here.
+    golden_q = reference(model_q, prompts, min_margin=2e-5)
+    golden_q.update(prompt_ids=prompts, made_with=LOG[0])
+    d = os.path.join(out_root, "fp8")
+    os.makedirs(d, exist_ok=True)
+    save_file(fp8_sd, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
+    cfg_q = dict(cfg, quantization_config={"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+                                           "weight_block_size": [FP8_BLOCK, FP8_BLOCK]})
+    json.dump(cfg_q, open(os.path.join(d, "config.json"), "w"), indent=2)
+    write_common(d, tok, tcfg, gcfg)
+    json.dump(dict(golden_q, variant="fp8"), open(os.path.join(d, "golden.json"), "w"))
+    log("fp8 greedy:", golden_q["greedy"])
     log("done")
 
 

@@ -288,6 +288,7 @@ ModelSummary summarize_hf(const std::string& dir) {
         dot == std::string::npos ? std::string_view{} : std::string_view(tensor.name).substr(dot);
     std::uint64_t n = tensor.element_count();
     if ((leaf == ".scales" || leaf == ".biases") && quantized(module)) continue;
+    if (leaf == ".weight_scale_inv") continue;  // block FP8's scales are not parameters either
     if (leaf == ".weight" && quantized(module))
       if (const auto spec = q->spec_for(module); spec && spec->bits > 0)
         n = n * 32 / static_cast<std::uint64_t>(spec->bits);
@@ -303,7 +304,12 @@ ModelSummary summarize_hf(const std::string& dir) {
                                               : fmt::format("{}: not quantized", path));
   } else if (auto qc = c.find("quantization_config");
              qc != c.end() && qc->is_object() && qc->contains("quant_method")) {
-    s.quantization = fmt::format("{} (not read yet)", (*qc)["quant_method"].dump());
+    const auto bs = qc->find("weight_block_size");
+    if ((*qc)["quant_method"] == "fp8" && bs != qc->end() && bs->is_array() && bs->size() == 2)
+      s.quantization =
+          fmt::format("FP8 E4M3 in {}x{} blocks (weight_scale_inv), read as float32", (*bs)[0].dump(), (*bs)[1].dump());
+    else
+      s.quantization = fmt::format("{} (not read yet)", (*qc)["quant_method"].dump());
   } else {
     std::uint64_t best = 0;
     for (const auto& [type, n] : s.tensor_types)

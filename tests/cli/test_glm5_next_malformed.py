@@ -1,8 +1,8 @@
 """A glm5_next checkpoint the family cannot serve correctly is refused by `tensorfold serve` with one line naming
 config.json and the key (or the checkpoint and the tensor), exit 1: a rotary part in latent attention, an activation
 not read, a shared indexer layer with no full indexer layer before it, an index_topk of part pools, a tail that is
-not attended, key/value groups, a decay bound that is not negative, a layer_types list of the wrong length, a
-quantized checkpoint, and weights the config's sizes disagree with."""
+not attended, key/value groups, a decay bound that is not negative, a layer_types list of the wrong length, NVFP4
+and FP8 without blocks, float8 weights without their scales, and weights the config's sizes disagree with."""
 import json
 import shutil
 from pathlib import Path
@@ -54,11 +54,30 @@ def test_serve_refuses_what_glm5_next_cannot_serve(edit, expected, tmp_path, ten
     assert_clean_failure(tensorfold("serve", d, "--port", "0"), d / "config.json", expected, command="serve")
 
 
-def test_serve_refuses_quantized_glm5_next(tmp_path, tensorfold, serving_build):
-    d = edited_copy(tmp_path, lambda c: None, top=setter(
-        "quantization_config", {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}))
+@pytest.mark.parametrize("quant,expected", [
+    ({"quant_method": "modelopt", "quant_algo": "NVFP4"},
+     "glm5_next: NVFP4 checkpoints are not served: use the FP8 or BF16 release"),
+    ({"quant_method": "fp8", "fmt": "e4m3"}, "glm5_next: quantization 'fp8' is not read yet (block FP8 and bf16 are)"),
+], ids=["nvfp4", "fp8_per_tensor"])
+def test_serve_refuses_quantizations_glm5_next_does_not_read(quant, expected, tmp_path, tensorfold, serving_build):
+    d = edited_copy(tmp_path, lambda c: None, top=setter("quantization_config", quant))
+    assert_clean_failure(tensorfold("serve", d, "--port", "0"), d, expected, command="serve")
+
+
+def test_serve_refuses_float8_weights_without_scales(tmp_path, tensorfold, serving_build):
+    d = tmp_path / "ckpt"
+    shutil.copytree(GOLDEN.parent / "fp8", d)
+    data = (d / "model.safetensors").read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    header = data[8:8 + n].decode()
+    # Rename one scale tensor (same length) so that its weight has none.
+    name = "model.language_model.layers.0.self_attn.q_proj.weight_scale_inv"
+    assert name in header
+    patched = header.replace(name, name.replace("weight_scale_inv", "weight_scale_inx"))
+    (d / "model.safetensors").write_bytes(data[:8] + patched.encode() + data[8 + n:])
     assert_clean_failure(tensorfold("serve", d, "--port", "0"), d,
-                         "glm5_next: quantized checkpoints (quantization_config) are not read yet", command="serve")
+                         "'model.language_model.layers.0.self_attn.q_proj.weight' is float8 without its "
+                         "weight_scale_inv", command="serve")
 
 
 def test_serve_refuses_weights_of_another_shape(tmp_path, tensorfold, serving_build):

@@ -348,7 +348,8 @@ def test_models_prints_a_table(tensorfold, tmp_path):
     assert [r[4] for r in rows if r[1] == "nemotron_h"][0].startswith("serves on MLX (not CUDA yet)")
     assert [r[4] for r in rows if r[1] == "gemma4"][0].startswith(
         "serves Hugging Face safetensors and mlx-community quants on the MLX CPU path")
-    assert [r[4] for r in rows if r[1] == "glm5_next"][0].startswith("serves Hugging Face bf16 safetensors on MLX")
+    assert [r[4] for r in rows if r[1] == "glm5_next"][0].startswith(
+        "serves Hugging Face bf16 and block-FP8 safetensors on MLX")
     assert [r[4] for r in rows if r[1] == "deepseek_v4"] == ["not supported yet"]
     assert f"model cache: {tmp_path / 'cache'}" in lines
 

@@ -3,8 +3,9 @@
 // mHC-wrapped [pre-norm -> dense SwiGLU or experts], the SwiGLU inputs clamped at swiglu_limit; the streams' mean
 // goes through the final norm. Key layouts: model.language_model.* (Glm5NextForConditionalGeneration;
 // model.visual.* skipped) or model.*, lm_head.weight.
-// Not read yet: the MTP layer (model.layers.{num_hidden_layers}.*; transformers ignores it too), FP8 block-scaled
-// and quantized checkpoints, qk_rope_head_dim > 0.
+// Block FP8 checkpoints (weight_scale_inv) are dequantized to float32 by the reader (checkpoint/fp8_blocks.h).
+// Not read yet: the MTP layer (model.layers.{num_hidden_layers}.*; transformers ignores it too), MLX affine and
+// other quantized checkpoints (NVFP4 refused), qk_rope_head_dim > 0.
 #include "families/glm5_next/glm5_next.h"
 
 #include <nlohmann/json.hpp>
@@ -192,8 +193,19 @@ std::unique_ptr<Model> load_glm5_next(const std::string& path, bool is_gguf, Bac
                                     backend.name() + " backend does not run yet: use --backend mlx");
   const HfCheckpoint ck(path);
   const Glm5NextConfig cfg = read_config(ck.config(), path);
-  if (const auto q = ck.config().find("quantization_config"); q != ck.config().end() && !q->is_null())
-    throw CheckpointError(path, "glm5_next: quantized checkpoints (quantization_config) are not read yet: use bf16");
+  // Block FP8 (the default release: float8 E4M3 with 128x128 weight_scale_inv) is dequantized by the reader; other
+  // quantizations are refused (NVFP4's ModelOpt scales, MLX affine, FP8 without blocks).
+  if (const auto q = ck.config().find("quantization_config"); q != ck.config().end() && !q->is_null()) {
+    const std::string method = q->is_object() ? q->value("quant_method", std::string()) : std::string();
+    const std::string algo = q->is_object() && q->contains("quant_algo") && (*q)["quant_algo"].is_string()
+                                 ? (*q)["quant_algo"].get<std::string>()
+                                 : std::string();
+    if (method == "modelopt" || algo.find("FP4") != std::string::npos || method.find("fp4") != std::string::npos)
+      throw CheckpointError(path, "glm5_next: NVFP4 checkpoints are not served: use the FP8 or BF16 release");
+    if (method != "fp8" || !q->contains("weight_block_size"))
+      throw CheckpointError(path, "glm5_next: quantization '" + (method.empty() ? q->dump() : method) +
+                                      "' is not read yet (block FP8 and bf16 are)");
+  }
   auto reader = open_hf_weights(path);
   std::string body;
   for (const char* b : {"model.language_model.", "model."})
