@@ -266,9 +266,15 @@ def test_info_on_mlx_checkpoints_of_other_widths(bits, group, tensorfold, make_d
 
 
 def test_info_on_a_foreign_quantization_config(tensorfold, make_dir):
+    config = {**TINY_CONFIG, "quantization_config": {"quant_method": "compressed-tensors", "format": "nvfp4"}}
+    d = write_hf_dir(make_dir("nvfp4"), config, {"model.safetensors": st_of(tiny_bf16_tensors())})
+    assert one(info_ok(tensorfold, d), "quantization") == '"compressed-tensors" (not read yet)'
+
+
+def test_info_on_a_block_fp8_config(tensorfold, make_dir):
     config = {**TINY_CONFIG, "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}
     d = write_hf_dir(make_dir("fp8"), config, {"model.safetensors": st_of(tiny_bf16_tensors())})
-    assert one(info_ok(tensorfold, d), "quantization") == '"fp8" (not read yet)'
+    assert one(info_ok(tensorfold, d), "quantization") == "FP8 E4M3 in 128x128 blocks (weight_scale_inv), read as float32"
 
 
 def test_info_on_a_sharded_checkpoint(tensorfold, make_dir):
