@@ -4,7 +4,7 @@ tokens from transformers' glm5_next (the reference: mlx-lm has no model for it).
 
 Runs on a CPU (transformers >= 5.25 with glm5_next, torch, safetensors, numpy; no network, no mlx):
     python3 scripts/golden/make_glm5_next_tiny.py [OUT_DIR]   # OUT_DIR default tests/goldens/glm5_next
-and writes OUT_DIR/{bf16,flat,fp8}/. Everything is seeded CPU init and float64 CPU arithmetic.
+and writes OUT_DIR/{bf16,flat,fp8,mlx-4bit}/. Everything is seeded CPU init and float64 CPU arithmetic.
 
 The model (GLM-5.3-Flash's shape shrunk; every piece issue 58 names is exercised):
   vocab 320, hidden 64, 5 layers [linear, indexed, indexed, linear, indexed] attention, mlp [dense, sparse x 4]
@@ -37,7 +37,10 @@ Variants (OUT_DIR/<name>/: config.json, model.safetensors, tokenizer files, gold
       routed experts stacked as transformers holds them (experts.gate_up_proj [E, 2I, H], experts.down_proj);
   (c) fp8: (a) with the decoder layers' linear weights as float8 E4M3 in 128x128 blocks with float32
       weight_scale_inv (value = code * scale, amax / 448 per block) and quantization_config quant_method fp8, its
-      golden the same float64 reference over the dequantized weights (code * scale in float32).
+      golden the same float64 reference over the dequantized weights (code * scale in float32);
+  (d) mlx-4bit: (a) with its Linear and Embedding weights (in-features a multiple of 32) as MLX affine 4-bit codes
+      in groups of 32 (routers 8-bit), config.json `quantization`; its golden over the weights as MLX dequantizes
+      them (scale * q and + bias each rounded to bf16).
 
 golden.json: prompt_ids (seeded prompts of 5, 17 and 40 tokens), logits (float32 logits of the last 3 positions),
 greedy (16 tokens by repeated argmax over a full re-forward), gaps, top1_logit, indexer_margin and routing_margin
@@ -59,7 +62,7 @@ from transformers.models.glm5_next import modeling_glm5_next as mg
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_qwen4_exp_tiny as q4  # noqa: E402  (the float64 patches)
 from make_nemotron_h_tiny import round_bf16_, run_golden  # noqa: E402
-from make_qwen3_5_tiny import tokenizer_files, write_common  # noqa: E402
+from make_qwen3_5_tiny import mlx_dequantize, mlx_quantize, tokenizer_files, write_common  # noqa: E402
 
 EOS = 258
 LAYER_TYPES = ["linear_attention", "indexed_attention", "indexed_attention", "linear_attention", "indexed_attention"]
@@ -280,17 +283,52 @@ def fp8_blocks(w):
     return q, scale, q.float() * full  # float32 products: the dequantized weight, rounded once
 
 
-def fp8_variant(model, disk):
-    """The bf16 variant's disk tensors with every quantizable weight as E4M3 + weight_scale_inv, and a float32
+def fp8_tensors(k, v):
+    if not fp8_quantizable(k, v):
+        return None
+    q, scale, deq = fp8_blocks(v)
+    return {k: q, k[:-len("weight")] + "weight_scale_inv": scale}, deq
+
+
+MLX_GROUP, MLX_BITS, MLX_ROUTER_BITS = 32, 4, 8
+
+
+def mlx_module(k):
+    return k[:-len(".weight")]
+
+
+def mlx_quantizable(k, v):
+    # What mlx_lm.convert quantizes: Linear and Embedding weights (2-D, in-features a multiple of the group).
+    return (k.endswith(".weight") and v.dim() == 2 and v.shape[1] % MLX_GROUP == 0 and not k.startswith("model.visual"))
+
+
+def mlx_bits(k):
+    return MLX_ROUTER_BITS if k.endswith("mlp.gate.weight") else MLX_BITS  # routers at 8 bits, as mlx-lm keeps them
+
+
+def mlx_tensors(k, v):
+    if not mlx_quantizable(k, v):
+        return None
+    bits = mlx_bits(k)
+    packed, sc, bi = mlx_quantize(v.float().numpy(), MLX_GROUP, bits, "bf16")
+    deq = torch.from_numpy(mlx_dequantize(packed, sc, bi, MLX_GROUP, bits, "bf16").astype(np.float32))
+    m = mlx_module(k)
+    return {m + ".weight": torch.from_numpy(packed.astype(np.uint32)),
+            m + ".scales": torch.from_numpy(sc.astype(np.float32)).to(torch.bfloat16),
+            m + ".biases": torch.from_numpy(bi.astype(np.float32)).to(torch.bfloat16)}, deq
+
+
+def quantized_variant(model, disk, quantize):
+    """The bf16 variant's disk tensors with each weight `quantize` takes replaced by what it returns, and a float32
     model holding the dequantized values (the reference's weights)."""
     out, state = {}, {k: v.clone() for k, v in model.state_dict().items()}
     for k, v in disk.items():
-        if not fp8_quantizable(k, v):
+        got = quantize(k, v)
+        if got is None:
             out[k] = v
             continue
-        q, scale, deq = fp8_blocks(v)
-        out[k] = q
-        out[k[:-len("weight")] + "weight_scale_inv"] = scale
+        files, deq = got
+        out.update(files)
         parts = k.split(".")
         if ".experts." in k and parts[-3].isdigit():  # experts.E.{gate,up,down}_proj.weight -> the stacks
             e, proj, base = int(parts[-3]), parts[-2], ".".join(parts[:-3])
@@ -357,7 +395,7 @@ def main():
     # (weight_scale_inv, multiplied), the config's quantization_config as block-FP8 releases write it; its golden
     # is the same float64 reference over the dequantized weights.
     log("fp8 variant:")
-    fp8_sd, model_q = fp8_variant(model, wrapped)
+    fp8_sd, model_q = quantized_variant(model, wrapped, fp8_tensors)
     for key in MARGINS:
         MARGINS[key] = [] if isinstance(MARGINS[key], list) else 0
     # Quantizing moved one routing choice to 3.6e-5 of a tie: still ~100x the float32 error of a router score
@@ -373,6 +411,28 @@ def main():
     write_common(d, tok, tcfg, gcfg)
     json.dump(dict(golden_q, variant="fp8"), open(os.path.join(d, "golden.json"), "w"))
     log("fp8 greedy:", golden_q["greedy"])
+
+    # (d) mlx-4bit: (a) with its Linear and Embedding weights as MLX affine 4-bit codes in groups of 32 (routers
+    # 8-bit; widths of 16 stay bf16), HF names (mlx-lm has no glm5_next model to rename them), config.json
+    # `quantization` mirrored as quantization_config; its golden over the weights as MLX dequantizes them.
+    log("mlx-4bit variant:")
+    mlx_sd, model_m = quantized_variant(model, wrapped, mlx_tensors)
+    for key in MARGINS:
+        MARGINS[key] = [] if isinstance(MARGINS[key], list) else 0
+    golden_m = reference(model_m, prompts, min_margin=2e-5)
+    golden_m.update(prompt_ids=prompts, made_with=LOG[0])
+    d = os.path.join(out_root, "mlx-4bit")
+    os.makedirs(d, exist_ok=True)
+    save_file(mlx_sd, os.path.join(d, "model.safetensors"), metadata={"format": "mlx"})
+    qblock = {"group_size": MLX_GROUP, "bits": MLX_BITS, "mode": "affine"}
+    for k, v in wrapped.items():
+        if mlx_quantizable(k, v) and mlx_bits(k) != MLX_BITS:
+            qblock[mlx_module(k)] = {"group_size": MLX_GROUP, "bits": mlx_bits(k)}
+    cfg_m = dict(cfg, quantization=qblock, quantization_config=dict(qblock))
+    json.dump(cfg_m, open(os.path.join(d, "config.json"), "w"), indent=2)
+    write_common(d, tok, tcfg, gcfg)
+    json.dump(dict(golden_m, variant="mlx-4bit"), open(os.path.join(d, "golden.json"), "w"))
+    log("mlx-4bit greedy:", golden_m["greedy"])
     log("done")
 
 

@@ -18,7 +18,7 @@ MlaBlock MlaBlock::load(WeightSource& src, const std::string& prefix, const MlaC
   m.q_b = src.matrix(prefix + "q_b_proj.weight", H * cfg.nope_dim, cfg.q_rank);
   m.kv_a = src.matrix(prefix + "kv_a_proj_with_mqa.weight", cfg.kv_rank, cfg.hidden);
   m.kv_a_norm = src.vector(prefix + "kv_a_layernorm.weight", cfg.kv_rank);
-  m.kv_b = src.floats(prefix + "kv_b_proj.weight", H * (cfg.nope_dim + cfg.v_dim) * cfg.kv_rank);
+  m.kv_b = src.host_matrix(prefix + "kv_b_proj.weight", H * (cfg.nope_dim + cfg.v_dim), cfg.kv_rank);
   m.o = src.matrix(prefix + "o_proj.weight", cfg.hidden, H * cfg.v_dim);
   if (cfg.selection == MlaConfig::Selection::Own) m.indexer = KpoolIndexer::load(src, prefix + "indexer.", cfg.indexer);
   return m;

@@ -355,7 +355,7 @@ def test_models_prints_a_table(tensorfold, tmp_path):
     assert [r[4] for r in rows if r[1] == "gemma4"][0].startswith(
         "serves Hugging Face safetensors and mlx-community quants on the MLX CPU path")
     assert [r[4] for r in rows if r[1] == "glm5_next"][0].startswith(
-        "serves Hugging Face bf16 and block-FP8 safetensors on MLX")
+        "serves Hugging Face bf16, block-FP8 and MLX affine safetensors on MLX")
     assert [r[4] for r in rows if r[1] == "deepseek_v4"] == ["not supported yet"]
     assert f"model cache: {tmp_path / 'cache'}" in lines
 

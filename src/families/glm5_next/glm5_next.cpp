@@ -3,9 +3,10 @@
 // mHC-wrapped [pre-norm -> dense SwiGLU or experts], the SwiGLU inputs clamped at swiglu_limit; the streams' mean
 // goes through the final norm. Key layouts: model.language_model.* (Glm5NextForConditionalGeneration;
 // model.visual.* skipped) or model.*, lm_head.weight.
-// Block FP8 checkpoints (weight_scale_inv) are dequantized to float32 by the reader (checkpoint/fp8_blocks.h).
-// Not read yet: the MTP layer (model.layers.{num_hidden_layers}.*; transformers ignores it too), MLX affine and
-// other quantized checkpoints (NVFP4 refused), qk_rope_head_dim > 0.
+// Block FP8 checkpoints (weight_scale_inv) are dequantized to float32 by the reader (checkpoint/fp8_blocks.h); MLX
+// affine ones keep their codes (HF names: mlx-lm has no glm5_next model to rename them).
+// Not read yet: the MTP layer (model.layers.{num_hidden_layers}.*; transformers ignores it too), other quantized
+// checkpoints (NVFP4 refused), qk_rope_head_dim > 0.
 #include "families/glm5_next/glm5_next.h"
 
 #include <nlohmann/json.hpp>
@@ -195,7 +196,10 @@ std::unique_ptr<Model> load_glm5_next(const std::string& path, bool is_gguf, Bac
   const Glm5NextConfig cfg = read_config(ck.config(), path);
   // Block FP8 (the default release: float8 E4M3 with 128x128 weight_scale_inv) is dequantized by the reader; other
   // quantizations are refused (NVFP4's ModelOpt scales, MLX affine, FP8 without blocks).
-  if (const auto q = ck.config().find("quantization_config"); q != ck.config().end() && !q->is_null()) {
+  // MLX affine checkpoints (config.json `quantization`, mirrored as a quantization_config without quant_method) are
+  // read by the reader too, each quantized matrix as its codes.
+  if (const auto q = ck.config().find("quantization_config");
+      q != ck.config().end() && !q->is_null() && !(q->is_object() && !q->contains("quant_method"))) {
     const std::string method = q->is_object() ? q->value("quant_method", std::string()) : std::string();
     const std::string algo = q->is_object() && q->contains("quant_algo") && (*q)["quant_algo"].is_string()
                                  ? (*q)["quant_algo"].get<std::string>()
