@@ -49,7 +49,8 @@ Tensor MlaBlock::forward(Backend& b, const Tensor& h, std::span<const StreamRows
   for (const auto& run : runs) n += static_cast<std::size_t>(run.rows);
   std::vector<float> out(n * H * dv);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dn));
-  std::vector<float> entry(static_cast<std::size_t>(log_width())), pool_keys, scores, weights, qt(H * r), ctx(r);
+  std::vector<float> entry(static_cast<std::size_t>(log_width())), pool_keys, scores, weights, qt(H * r),
+      q_by_rank(H * r), ctx(H * r), top(H), sum(H);
   std::vector<std::int64_t> attended;
   std::vector<const float*> keys(static_cast<std::size_t>(pool)), gates(static_cast<std::size_t>(pool));
   std::size_t row = 0;
@@ -108,7 +109,10 @@ Tensor MlaBlock::forward(Backend& b, const Tensor& h, std::span<const StreamRows
         for (std::int64_t t = 0; t <= pos; ++t) attended.push_back(t);
       }
 
-      // Per head: the query absorbed into the latent space, softmax over the attended latents, W_UV after.
+      // Per head: the query absorbed into the latent space (kept transposed, [r][heads]), softmax over the
+      // attended latents, W_UV after. Every head's sums run in the same order as one head alone would (j, then
+      // a, ascending); heads sit side by side in the inner loops so that those vectorize, each latent row read
+      // once for all heads.
       for (std::size_t hh = 0; hh < H; ++hh) {
         const float* q = Q.data() + (row * H + hh) * dn;
         const float* uk = kv_b.data() + hh * (dn + dv) * r;
@@ -117,30 +121,44 @@ Tensor MlaBlock::forward(Backend& b, const Tensor& h, std::span<const StreamRows
         for (std::size_t d = 0; d < dn; ++d)
           for (std::size_t j = 0; j < r; ++j) qh[j] += q[d] * uk[d * r + j];
       }
-      weights.resize(attended.size());
+      for (std::size_t hh = 0; hh < H; ++hh)
+        for (std::size_t j = 0; j < r; ++j) q_by_rank[j * H + hh] = qt[hh * r + j];
+      const std::size_t A = attended.size();
+      weights.assign(A * H, 0.0f);
+      for (std::size_t a = 0; a < A; ++a) {
+        const float* c = log->row(slot, attended[a]).data();
+        float* s = weights.data() + a * H;
+        for (std::size_t j = 0; j < r; ++j) {
+          const float cj = c[j];
+          const float* qj = q_by_rank.data() + j * H;
+          for (std::size_t hh = 0; hh < H; ++hh) s[hh] += qj[hh] * cj;
+        }
+        for (std::size_t hh = 0; hh < H; ++hh) s[hh] *= scale;
+      }
+      std::fill(top.begin(), top.end(), -INFINITY);
+      for (std::size_t a = 0; a < A; ++a)
+        for (std::size_t hh = 0; hh < H; ++hh) top[hh] = std::max(top[hh], weights[a * H + hh]);
+      std::fill(sum.begin(), sum.end(), 0.0f);
+      for (std::size_t a = 0; a < A; ++a)
+        for (std::size_t hh = 0; hh < H; ++hh)
+          sum[hh] += (weights[a * H + hh] = std::exp(weights[a * H + hh] - top[hh]));
+      std::fill(ctx.begin(), ctx.end(), 0.0f);
+      for (std::size_t a = 0; a < A; ++a) {
+        const float* c = log->row(slot, attended[a]).data();
+        for (std::size_t hh = 0; hh < H; ++hh) {
+          const float w = weights[a * H + hh];
+          float* ch = ctx.data() + hh * r;
+          for (std::size_t j = 0; j < r; ++j) ch[j] += w * c[j];
+        }
+      }
       for (std::size_t hh = 0; hh < H; ++hh) {
-        const float* qh = qt.data() + hh * r;
-        float top = -INFINITY;
-        for (std::size_t a = 0; a < attended.size(); ++a) {
-          const float* c = log->row(slot, attended[a]).data();
-          float dot = 0.0f;
-          for (std::size_t j = 0; j < r; ++j) dot += qh[j] * c[j];
-          weights[a] = dot * scale;
-          top = std::max(top, weights[a]);
-        }
-        float sum = 0.0f;
-        for (float& w : weights) sum += (w = std::exp(w - top));
-        std::fill(ctx.begin(), ctx.end(), 0.0f);
-        for (std::size_t a = 0; a < attended.size(); ++a) {
-          const float* c = log->row(slot, attended[a]).data();
-          for (std::size_t j = 0; j < r; ++j) ctx[j] += weights[a] * c[j];
-        }
         const float* uv = kv_b.data() + (hh * (dn + dv) + dn) * r;
+        const float* ch = ctx.data() + hh * r;
         float* dst = out.data() + (row * H + hh) * dv;
         for (std::size_t e = 0; e < dv; ++e) {
           float acc = 0.0f;
-          for (std::size_t j = 0; j < r; ++j) acc += uv[e * r + j] * ctx[j];
-          dst[e] = acc / sum;
+          for (std::size_t j = 0; j < r; ++j) acc += uv[e * r + j] * ch[j];
+          dst[e] = acc / sum[hh];
         }
       }
     }
