@@ -274,7 +274,8 @@ def test_info_on_a_foreign_quantization_config(tensorfold, make_dir):
 def test_info_on_a_block_fp8_config(tensorfold, make_dir):
     config = {**TINY_CONFIG, "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}
     d = write_hf_dir(make_dir("fp8"), config, {"model.safetensors": st_of(tiny_bf16_tensors())})
-    assert one(info_ok(tensorfold, d), "quantization") == "FP8 E4M3 in 128x128 blocks (weight_scale_inv), read as float32"
+    want = "FP8 E4M3 in 128x128 blocks (weight_scale_inv), read as float32"
+    assert one(info_ok(tensorfold, d), "quantization") == want
 
 
 def test_info_on_a_sharded_checkpoint(tensorfold, make_dir):

@@ -5,7 +5,7 @@ checkpoint (Gated DeltaNet: conv windows and recurrent state are restored too) a
 (Mamba-2 conv windows and SSM states, experts) and the tiny gemma4 one (a sliding-window store past its
 window, beside full layers of another head shape) and the tiny qwen4_exp one (sparse attention's rows and the
 n-gram windows in the host-row store, past the indexer's dense prefix) and the tiny glm5_next one (Kimi delta
-attention's states, latent attention's rows with the KPool indexer's choices, a shared indexer layer). Then the same after a restart
+attention's state, latent rows with the KPool indexer's choices, a shared indexer). Then the same after a restart
 that reads the snapshots from --snapshot-dir; a corrupted, a truncated and another model's snapshot are each
 refused (removed, with a log line) and the reply still equals fresh; and a cache filled past --prompt-cache-gib
 stays within its budget. The qwen3_5 turns and the restart also run on two tensor-parallel ranks (--tp 2)."""

@@ -5,7 +5,8 @@ gemma4 (tests/goldens/gemma4/bf16: sliding-window layers of window 8, which ever
 full layers of another head shape; experts) and qwen4_exp (tests/goldens/qwen4_exp/bf16: sparse attention past its
 dense prefix, hyper-connections, n-gram windows, experts) and glm5_next (tests/goldens/glm5_next/bf16: Kimi delta
 attention, latent attention with a KPool indexer past its dense prefix and a shared indexer layer, mHC, experts):
-exact drafting through recurrent state, sliding windows, the indexers' rows and the n-gram windows. For each family and every case the token ids
+exact drafting through recurrent state, sliding windows, the indexers' rows and the n-gram windows. For each family
+and every case the token ids
 with drafts (context copies) equal those with `"draft": false` and those of the same request run while three
 others run beside it (--parallel 4, shared rounds), at temperatures 0, 0.7 and 1.0; drafts are really accepted
 and rejected (a rejection rolls the recurrent state back inside its window). Prints the acceptance rate."""
