@@ -124,6 +124,11 @@ class WindowKvCache : public KvCache {};
 struct GatedDeltaSpec {
   int k_heads = 0, v_heads = 0, k_dim = 0, v_dim = 0, conv_kernel = 4;
   bool tiled_value_heads = false;
+  // Kimi delta attention (blocks/kda.h): one decay per key channel, from a and dt_bias of v_heads * k_dim values
+  // (k_heads == v_heads): log-decay g = decay_lower_bound * sigmoid(exp(a_log) * (a + dt_bias)) where the bound
+  // is negative, else -exp(a_log) * softplus(a + dt_bias). Only where Backend::has_channel_decay().
+  bool channel_decay = false;
+  float decay_lower_bound = 0.0f;
   std::int64_t conv_channels() const { return 2LL * k_heads * k_dim + static_cast<std::int64_t>(v_heads) * v_dim; }
   // One layer's recurrent bytes: float32 state [v_heads, k_dim, v_dim] and the last conv_kernel - 1 inputs.
   std::size_t layer_bytes() const {
@@ -191,6 +196,8 @@ class Backend {
   virtual std::unique_ptr<RecurrentState> new_recurrent_state(int /*layers*/, const GatedDeltaSpec& /*spec*/) {
     throw std::logic_error("new_recurrent_state: this backend has no linear-attention layers");
   }
+  // Whether gated_delta takes GatedDeltaSpec::channel_decay (Kimi delta attention).
+  virtual bool has_channel_decay() const { return false; }
 
   // [n, cols] rows of `table` for `ids` (dequantized when quantized).
   virtual Tensor embed(const DeviceWeight& table, std::span<const std::int32_t> ids) = 0;
@@ -270,7 +277,8 @@ class Backend {
     throw std::logic_error("concat_columns: not on this backend");
   }
   // Gated DeltaNet over each run's rows, in position order, continuing runs[r].recurrent's `layer`:
-  // qkv [n, conv_channels] (before the conv), a and b [n, v_heads]. Per position: depthwise causal conv
+  // qkv [n, conv_channels] (before the conv), a and b [n, v_heads] (a [n, v_heads * k_dim] with channel_decay,
+  // each key channel its own decay as GatedDeltaSpec says). Per position: depthwise causal conv
   // (conv_weight [conv_channels, conv_kernel]) over the last conv_kernel inputs, SiLU, q|k|v split, q and k
   // L2-normalised per head (q also scaled by k_dim^-0.5), beta = sigmoid(b), decay = exp(-exp(a_log) *
   // softplus(a + dt_bias)); per value head S = decay * S, S += k (beta (v - S^T k))^T, out = S^T q.

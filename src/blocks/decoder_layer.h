@@ -1,5 +1,6 @@
 #pragma once
-// One layer of a decoder's residual stream: a pre-norm token mixer (attention, Gated DeltaNet or Mamba-2) and a
+// One layer of a decoder's residual stream: a pre-norm token mixer (attention, Gated DeltaNet, Mamba-2, sparse or
+// latent attention, Kimi delta attention) and a
 // pre-norm feed-forward block (SwiGLU or squared-ReLU MLP, or experts), each added to the stream; either may be
 // absent (Nemotron-H's layers hold one block each). Optionally each block's output is normed before it is
 // added (Gemma's sandwich norms) and the layer's output scaled (Gemma 4's layer_scalar). The decoders' layer
@@ -14,7 +15,9 @@
 #include "blocks/attention.h"
 #include "blocks/gated_delta.h"
 #include "blocks/hyper_connections.h"
+#include "blocks/kda.h"
 #include "blocks/mamba2.h"
+#include "blocks/mla.h"
 #include "blocks/mlp_beside_experts.h"
 #include "blocks/moe.h"
 #include "blocks/ngram_embedding.h"
@@ -26,7 +29,8 @@ namespace tf {
 
 struct DecoderLayer {
   DeviceWeight input_norm, post_norm;  // before the mixer, before the feed-forward block (plain multipliers)
-  std::variant<std::monostate, AttentionBlock, GatedDeltaBlock, Mamba2Block, SparseAttentionBlock> mixer;
+  std::variant<std::monostate, AttentionBlock, GatedDeltaBlock, Mamba2Block, SparseAttentionBlock, KdaBlock, MlaBlock>
+      mixer;
   // the layer's index among the layers whose state is of its kind (KvCache / RecurrentState / HostRowLog)
   int slot = 0;
   std::variant<std::monostate, SwiGluMlp, Relu2Mlp, MoeBlock, MlpBesideExperts> ffn;
@@ -34,13 +38,17 @@ struct DecoderLayer {
   float scalar = 1.0f;                          // the layer's output times this (applied when != 1)
   // Where set: the hyper-connection wrappers around the mixer and the feed-forward block (in place of
   // input_norm / post_norm and the adds), and the n-gram embedding added before the mixer.
-  std::shared_ptr<const HyperConnections> mixer_hc, ffn_hc;
+  std::shared_ptr<const StreamWrapper> mixer_hc, ffn_hc;
   std::shared_ptr<const NgramEmbeddingBlock> ngrams;
 
   bool attention() const { return std::holds_alternative<AttentionBlock>(mixer); }
-  bool host_rows() const { return std::holds_alternative<SparseAttentionBlock>(mixer); }  // its own HostRowLog slot
+  // its own HostRowLog slot
+  bool host_rows() const {
+    return std::holds_alternative<SparseAttentionBlock>(mixer) || std::holds_alternative<MlaBlock>(mixer);
+  }
   bool recurrent() const {
-    return std::holds_alternative<GatedDeltaBlock>(mixer) || std::holds_alternative<Mamba2Block>(mixer);
+    return std::holds_alternative<GatedDeltaBlock>(mixer) || std::holds_alternative<Mamba2Block>(mixer) ||
+           std::holds_alternative<KdaBlock>(mixer);
   }
   // x [n, hidden] -> x + mixer(norm(x)), then + ffn(norm(.)); the mixer's state is layer `slot` of each run's.
   Tensor forward(Backend& b, Tensor x, std::span<const StreamRows> runs, float eps) const;

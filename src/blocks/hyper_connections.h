@@ -19,7 +19,19 @@
 
 namespace tf {
 
-struct HyperConnections {
+// What a layer plan wraps a block in when the residual is several streams (DecoderLayer::mixer_hc / ffn_hc,
+// DecoderWeights::final_mixer): enter() makes the block's input row from the streams, and per-row values that
+// leave() takes to fold the block's output back into them. Low-rank hyper-connections (below) and the
+// manifold-constrained ones (blocks/manifold_hyper_connections.h) are two.
+struct StreamWrapper {
+  virtual ~StreamWrapper() = default;
+  // x [n, streams * hidden] -> the block's input [n, hidden]; where `weights` is given, what leave() needs.
+  virtual Tensor enter(Backend& b, const Tensor& x, std::vector<float>* weights) const = 0;
+  // The streams after the block: [n, streams * hidden].
+  virtual Tensor leave(Backend& b, const Tensor& x, const Tensor& y, const std::vector<float>& weights) const = 0;
+};
+
+struct HyperConnections final : StreamWrapper {
   int streams = 0;
   std::int64_t hidden = 0, rank = 0;
   float eps = 1e-6f;
@@ -33,9 +45,9 @@ struct HyperConnections {
                                std::int64_t rank, float eps, bool with_inject, bool zero_centred_norm);
   // x [n, streams * hidden] -> the block's input [n, hidden]; where `weights` is given, each row's per-stream
   // output weights (n * streams values) for leave().
-  Tensor enter(Backend& b, const Tensor& x, std::vector<float>* weights) const;
+  Tensor enter(Backend& b, const Tensor& x, std::vector<float>* weights) const override;
   // x + y added to each stream with its weight: [n, streams * hidden].
-  Tensor leave(Backend& b, const Tensor& x, const Tensor& y, const std::vector<float>& weights) const;
+  Tensor leave(Backend& b, const Tensor& x, const Tensor& y, const std::vector<float>& weights) const override;
 };
 
 // The embedding rows [n, hidden] copied into `streams` residual streams [n, streams * hidden].

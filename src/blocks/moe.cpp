@@ -98,8 +98,9 @@ Tensor MoeBlock::forward(Backend& b, const Tensor& h, const Tensor* router_input
                   x.data() + static_cast<std::size_t>(list[i].first * width),
                   static_cast<std::size_t>(width) * sizeof(float));
     const Tensor in = b.from_host(rows, static_cast<std::int64_t>(m), width);
-    const Tensor act = cfg.gated ? glu(b, b.linear(in, gate[e]), b.linear(in, up[e]), cfg.activation)
-                                 : b.relu_squared(b.linear(in, up[e]));
+    const Tensor act =
+        cfg.gated ? glu(b, b.linear(in, gate[e]), b.linear(in, up[e]), cfg.activation, cfg.swiglu_limit, cfg.ffn)
+                  : b.relu_squared(b.linear(in, up[e]));
     const std::vector<float> y = b.to_host(b.linear(act, down[e]));
     for (std::size_t i = 0; i < m; ++i) {
       const auto [r, s] = list[i];
@@ -121,7 +122,8 @@ Tensor MoeBlock::forward(Backend& b, const Tensor& h, const Tensor* router_input
   Tensor out = b.from_host(sum, n, width);
   if (cfg.latent > 0) out = b.linear(out, latent_out);
   if (cfg.shared_ffn > 0) {
-    const Tensor act = cfg.gated ? glu(b, b.linear(h, shared_gate), b.linear(h, shared_up), cfg.activation)
+    const Tensor act = cfg.gated ? glu(b, b.linear(h, shared_gate), b.linear(h, shared_up), cfg.activation,
+                                       cfg.swiglu_limit, cfg.shared_ffn)
                                  : b.relu_squared(b.linear(h, shared_up));
     Tensor shared = b.linear(act, shared_down);
     if (cfg.shared_expert_gate) {

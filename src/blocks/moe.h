@@ -31,6 +31,7 @@ struct MoeConfig {
   std::int64_t latent = 0;                         // moe_latent_size (0: the experts read and write hidden rows)
   bool gated = true;                               // gated experts (act(gate) * up); false: up/down with squared ReLU
   GluActivation activation = GluActivation::Silu;  // the gated experts' (and shared expert's) activation
+  float swiglu_limit = 0.0f;                       // > 0: the gated experts' inputs clamped (blocks/glu.h)
   std::string router_name = "gate.weight";         // the router's projection under the block's prefix
   std::string shared_name = "shared_experts.";     // the shared expert's prefix under the block's
   bool shared_expert_gate = false;  // the shared expert's output times sigmoid(shared_expert_gate.weight . x)

@@ -43,7 +43,10 @@ NgramTable::NgramTable(std::shared_ptr<const HfCheckpoint> ck, const std::vector
     const auto at = ck_->find(name);
     if (at.tensor == nullptr) throw CheckpointError(ck_->dir(), "missing tensor '" + name + "'");
     const StTensor& t = *at.tensor;
-    Shard shard{at.file->data(t).data(), t.shape.empty() ? 0 : static_cast<std::int64_t>(t.shape[0]), t.dtype};
+    Shard shard;
+    shard.data = at.file->data(t).data();
+    shard.rows = t.shape.empty() ? 0 : static_cast<std::int64_t>(t.shape[0]);
+    shard.dtype = t.dtype;
     const std::string module = name.substr(0, name.size() - std::string_view(".weight").size());
     const auto scales = ck_->find(module + ".scales"), biases = ck_->find(module + ".biases");
     if (scales.tensor != nullptr) {

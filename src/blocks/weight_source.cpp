@@ -5,6 +5,7 @@
 
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/half_float.h"
+#include "checkpoint/mlx_affine.h"
 #include "checkpoint/weight_slice.h"
 
 namespace tf {
@@ -95,6 +96,27 @@ std::vector<float> WeightSource::floats(const std::string& name, std::int64_t n)
     fail("tensor '" + w.name + "' should be " + std::to_string(n) + " float values, is " + dims(w.rows, w.cols) +
          (w.bits != 0 ? " quantized" : ""));
   return to_f32(w);
+}
+
+std::vector<float> WeightSource::host_matrix(const std::string& name, std::int64_t rows, std::int64_t cols) const {
+  const auto w = read(name);
+  if (w.rows != rows || w.cols != cols || w.ggml_blocks())
+    fail("tensor '" + w.name + "' is " + dims(w.rows, w.cols) + (w.ggml_blocks() ? " in GGUF blocks" : "") +
+         ", expected " + dims(rows, cols));
+  if (w.bits == 0) return to_f32(w);
+  std::vector<float> out(static_cast<std::size_t>(rows * cols));
+  const AffineFloat ft = w.dtype == HostDType::F32   ? AffineFloat::F32
+                         : w.dtype == HostDType::F16 ? AffineFloat::F16
+                                                     : AffineFloat::BF16;
+  try {
+    dequantize_affine(
+        std::span<const std::uint32_t>(reinterpret_cast<const std::uint32_t*>(w.data.data()), w.data.size() / 4),
+        w.scales, w.biases, ft, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols),
+        AffineSpec{w.bits, w.group_size}, out);
+  } catch (const std::invalid_argument& e) {
+    fail("tensor '" + w.name + "': " + e.what());
+  }
+  return out;
 }
 
 DeviceWeight WeightSource::dense(const std::string& name, std::int64_t rows, std::int64_t cols,

@@ -28,6 +28,9 @@ class WeightSource {
   DeviceWeight values(const std::string& what, const std::vector<float>& values, const WeightSplit& split = {});
   // A vector of n float values kept on the host (a router's correction bias: the host picks the experts).
   std::vector<float> floats(const std::string& name, std::int64_t n) const;
+  // A [rows, cols] matrix kept on the host as float32, dequantized where MLX affine codes hold it (MLX's
+  // rounding: checkpoint/mlx_affine.h) (latent attention's kv_b, whose absorbed products run on the host).
+  std::vector<float> host_matrix(const std::string& name, std::int64_t rows, std::int64_t cols) const;
   // A dense float weight of rows * cols values, whatever its stored shape (a depthwise conv kernel is
   // [channels, 1, kernel] in one layout and [channels, kernel, 1] in another: the same values in order).
   DeviceWeight dense(const std::string& name, std::int64_t rows, std::int64_t cols, const WeightSplit& split = {});

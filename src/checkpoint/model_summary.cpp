@@ -93,6 +93,57 @@ void count_nemotron_layers(ModelSummary& s, const nlohmann::json& t) {
   }
 }
 
+// GLM-5.3-Flash configs (glm5_next): Kimi delta attention layers (one [d, d] state a head and a conv window over
+// q|k|v) and latent-attention layers, each position held as float32 host rows: the kv_lora_rank latent, and for a
+// layer with its own indexer the index key, pool gates, pool key and the chosen pools (blocks/mla.h); experts on
+// the sparse layers (mlp_layer_types, else all but the first first_k_dense_replace).
+void count_glm5_next_layers(ModelSummary& s, const nlohmann::json& t) {
+  auto get = [&](const nlohmann::json& o, const char* k, std::uint64_t fallback) -> std::uint64_t {
+    auto it = o.find(k);
+    return it != o.end() && it->is_number_integer() && it->get<std::int64_t>() >= 0 ? it->get<std::uint64_t>()
+                                                                                    : fallback;
+  };
+  std::vector<bool> indexed, shared, sparse;
+  const auto lt = t.find("layer_types"), it = t.find("indexer_types"), mt = t.find("mlp_layer_types");
+  const auto pat = t.find("index_topk_pattern");
+  for (std::uint64_t i = 0; i < s.layers; ++i) {
+    const bool idx = lt != t.end() && lt->is_array() && i < lt->size() ? (*lt)[i] != "linear_attention" : i % 4 == 3;
+    bool sh = it != t.end() && it->is_array() && i < it->size() && (*it)[i] == "shared";
+    if (pat != t.end() && pat->is_string() && i < pat->get<std::string>().size())
+      sh = pat->get<std::string>()[i] == 'S';
+    indexed.push_back(idx);
+    shared.push_back(idx && sh);
+    sparse.push_back(mt != t.end() && mt->is_array() && i < mt->size() ? (*mt)[i] == "sparse"
+                                                                       : i >= get(t, "first_k_dense_replace", 3));
+  }
+  const auto la = t.find("linear_attn_config");
+  const nlohmann::json& lin = la != t.end() && la->is_object() ? *la : t;
+  const std::uint64_t heads = get(lin, la != t.end() ? "num_heads" : "linear_num_heads", 64),
+                      dim = get(lin, la != t.end() ? "head_dim" : "linear_head_dim", 128),
+                      kernel = get(lin, la != t.end() ? "short_conv_kernel_size" : "linear_conv_kernel_dim", 4);
+  const std::uint64_t rank = get(t, "kv_lora_rank", 512), id = get(t, "index_head_dim", 128),
+                      pools = get(t, "index_topk", 2048) / std::max<std::uint64_t>(get(t, "index_kpool", 16), 1);
+  s.head_dim = get(t, "qk_nope_head_dim", 256) + get(t, "qk_rope_head_dim", 0);
+  s.attention_layers = static_cast<std::uint64_t>(std::count(indexed.begin(), indexed.end(), true));
+  s.recurrent_layers = s.layers - s.attention_layers;
+  s.recurrent_bytes = s.recurrent_layers * 4 * (heads * dim * dim + (kernel - 1) * 3 * heads * dim);
+  s.kv_bytes_per_token = 0;
+  for (std::uint64_t i = 0; i < s.layers; ++i)
+    if (indexed[i]) s.kv_bytes_per_token += 4 * (rank + (shared[i] ? 0 : 3 * id + pools));
+  s.kv_detail =
+      fmt::format("float32 latent rows with the indexer's; {} of {} layers attend", s.attention_layers, s.layers);
+  const std::uint64_t moe = static_cast<std::uint64_t>(std::count(sparse.begin(), sparse.end(), true));
+  if (moe > 0) {
+    const std::uint64_t experts = get(t, "n_routed_experts", 0), top = get(t, "num_experts_per_tok", 0);
+    const std::uint64_t per_expert = 3 * get(t, "moe_intermediate_size", 0) * s.hidden;  // gate, up and down
+    s.routed_parameters = moe * experts * per_expert;
+    s.active_routed_parameters = moe * top * per_expert;
+    s.experts = fmt::format(
+        "{} routed (top {} per token) + {} shared, in {} layers; routed-expert parameters {}, active {} per token",
+        experts, top, get(t, "n_shared_experts", 1), moe, s.routed_parameters, s.active_routed_parameters);
+  }
+}
+
 // Gemma 4 configs: sliding and full attention layers of their own key/value shapes (global_head_dim,
 // num_global_key_value_heads or per_layer_config for the full ones), and experts beside every layer's MLP.
 void count_gemma4_layers(ModelSummary& s, const nlohmann::json& t) {
@@ -255,6 +306,7 @@ ModelSummary summarize_hf(const std::string& dir) {
   if (s.architecture == "nemotron_h") count_nemotron_layers(s, t);
   finish_kv(s);
   if (s.architecture == "gemma4" || s.architecture == "gemma4_text") count_gemma4_layers(s, t);
+  if (s.architecture == "glm5_next" || s.architecture == "glm5_next_text") count_glm5_next_layers(s, t);
   if (fs::exists(fs::path(dir) / "tokenizer.json")) s.tokenizer = "tokenizer.json";
   s.has_chat_template = fs::exists(fs::path(dir) / "chat_template.jinja");
   if (!s.has_chat_template && fs::exists(fs::path(dir) / "tokenizer_config.json")) {
@@ -287,6 +339,7 @@ ModelSummary summarize_hf(const std::string& dir) {
         dot == std::string::npos ? std::string_view{} : std::string_view(tensor.name).substr(dot);
     std::uint64_t n = tensor.element_count();
     if ((leaf == ".scales" || leaf == ".biases") && quantized(module)) continue;
+    if (leaf == ".weight_scale_inv") continue;  // block FP8's scales are not parameters either
     if (leaf == ".weight" && quantized(module))
       if (const auto spec = q->spec_for(module); spec && spec->bits > 0)
         n = n * 32 / static_cast<std::uint64_t>(spec->bits);
@@ -302,7 +355,12 @@ ModelSummary summarize_hf(const std::string& dir) {
                                               : fmt::format("{}: not quantized", path));
   } else if (auto qc = c.find("quantization_config");
              qc != c.end() && qc->is_object() && qc->contains("quant_method")) {
-    s.quantization = fmt::format("{} (not read yet)", (*qc)["quant_method"].dump());
+    const auto bs = qc->find("weight_block_size");
+    if ((*qc)["quant_method"] == "fp8" && bs != qc->end() && bs->is_array() && bs->size() == 2)
+      s.quantization =
+          fmt::format("FP8 E4M3 in {}x{} blocks (weight_scale_inv), read as float32", (*bs)[0].dump(), (*bs)[1].dump());
+    else
+      s.quantization = fmt::format("{} (not read yet)", (*qc)["quant_method"].dump());
   } else {
     std::uint64_t best = 0;
     for (const auto& [type, n] : s.tensor_types)
@@ -370,8 +428,10 @@ std::string format_summary(const ModelSummary& s) {
   line("tokenizer", s.tokenizer.empty() ? "none found" : s.tokenizer);
   line("chat template", s.has_chat_template ? "yes" : "no");
   if (s.recurrent_bytes > 0) {
-    line("kv cache", fmt::format("{} per token (f16; {} of {} layers attend)", format_bytes(s.kv_bytes_per_token),
-                                 s.attention_layers, s.layers));
+    line("kv cache",
+         fmt::format("{} per token ({})", format_bytes(s.kv_bytes_per_token),
+                     s.kv_detail.empty() ? fmt::format("f16; {} of {} layers attend", s.attention_layers, s.layers)
+                                         : s.kv_detail));
     line("recurrent", fmt::format("{} per stream (float32; {} linear-attention layers)",
                                   format_bytes(s.recurrent_bytes), s.recurrent_layers));
   } else if (s.window_layers > 0) {

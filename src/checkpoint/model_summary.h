@@ -20,6 +20,7 @@ struct ModelSummary {
   std::uint64_t weight_bytes = 0;
   std::uint64_t attention_layers = 0;    // layers with a KV cache (all but linear-attention ones)
   std::uint64_t kv_bytes_per_token = 0;  // f16 K and V over the attention layers
+  std::string kv_detail;                 // what kv_bytes_per_token holds, where it is not f16 K and V
   std::uint64_t recurrent_bytes = 0;     // float32 conv windows and states of linear-attention layers, per stream
   std::uint64_t recurrent_layers = 0;    // linear-attention (Gated DeltaNet, Mamba-2) layers
   // Sliding-window attention layers (not in kv_bytes_per_token): their f16 K and V over the window, per stream.

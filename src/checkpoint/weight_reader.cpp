@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "checkpoint/checkpoint_error.h"
+#include "checkpoint/fp8_blocks.h"
 #include "checkpoint/ggml_dequant.h"
 #include "checkpoint/gguf.h"
 #include "checkpoint/half_float.h"
@@ -44,9 +45,12 @@ class GgufWeights final : public WeightReader {
     for (std::size_t i = t->dims.size(); i-- > 0;) w.shape.push_back(static_cast<std::int64_t>(t->dims[i]));
     const auto bytes = file_.data(*t);
     switch (t->type) {
-      case GgmlType::F32: return dense(std::move(w), HostDType::F32, bytes);
-      case GgmlType::F16: return dense(std::move(w), HostDType::F16, bytes);
-      case GgmlType::BF16: return dense(std::move(w), HostDType::BF16, bytes);
+      case GgmlType::F32:
+        return dense(std::move(w), HostDType::F32, bytes);
+      case GgmlType::F16:
+        return dense(std::move(w), HostDType::F16, bytes);
+      case GgmlType::BF16:
+        return dense(std::move(w), HostDType::BF16, bytes);
       case GgmlType::Q4_0:
       case GgmlType::Q4_1:
       case GgmlType::Q5_0:
@@ -54,8 +58,10 @@ class GgufWeights final : public WeightReader {
       case GgmlType::Q8_0:
       case GgmlType::Q4_K:
       case GgmlType::Q5_K:
-      case GgmlType::Q6_K: return blocks(std::move(w), t->type, bytes);
-      default: break;
+      case GgmlType::Q6_K:
+        return blocks(std::move(w), t->type, bytes);
+      default:
+        break;
     }
     throw CheckpointError(file_.path(), "tensor '" + name + "' has type " + std::string(ggml_type_name(t->type)) +
                                             ", which this build cannot decode yet");
@@ -86,10 +92,14 @@ class GgufWeights final : public WeightReader {
 
 std::optional<HostDType> float_dtype(StDType t) {
   switch (t) {
-    case StDType::F32: return HostDType::F32;
-    case StDType::F16: return HostDType::F16;
-    case StDType::BF16: return HostDType::BF16;
-    default: return std::nullopt;
+    case StDType::F32:
+      return HostDType::F32;
+    case StDType::F16:
+      return HostDType::F16;
+    case StDType::BF16:
+      return HostDType::BF16;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -100,6 +110,16 @@ class HfWeights final : public WeightReader {
       quant_ = parse_affine_quant_config(ck_.config());
     } catch (const std::invalid_argument& e) {
       throw CheckpointError(dir + "/config.json", e.what());
+    }
+    // Block FP8 (quant_method fp8 with weight_block_size): its float8 weights are read through their scales.
+    const auto qc = ck_.config().find("quantization_config");
+    if (qc != ck_.config().end() && qc->is_object() && qc->value("quant_method", std::string()) == "fp8") {
+      const auto bs = qc->find("weight_block_size");
+      if (bs == qc->end() || !bs->is_array() || bs->size() != 2 || !(*bs)[0].is_number_integer() ||
+          !(*bs)[1].is_number_integer() || (*bs)[0].get<std::int64_t>() < 1 || (*bs)[1].get<std::int64_t>() < 1)
+        throw CheckpointError(dir + "/config.json",
+                              "'quantization_config.weight_block_size' must be two positive integers (block FP8)");
+      fp8_block_ = {(*bs)[0].get<std::int64_t>(), (*bs)[1].get<std::int64_t>()};
     }
   }
   std::string path() const override { return ck_.dir(); }
@@ -114,7 +134,8 @@ class HfWeights final : public WeightReader {
     const std::string module = name.ends_with(".weight") ? name.substr(0, name.size() - 7) : name;
     auto scales = ck_.find(module + ".scales");
     if (scales.tensor != nullptr) {
-      if (!quant_) throw CheckpointError(ck_.dir(), "'" + module + ".scales' present but config.json has no quantization");
+      if (!quant_)
+        throw CheckpointError(ck_.dir(), "'" + module + ".scales' present but config.json has no quantization");
       auto spec = quant_->spec_for(module);
       if (!spec) throw CheckpointError(ck_.dir(), "'" + module + "' has scales but is marked unquantized");
       auto biases = ck_.find(module + ".biases");
@@ -145,9 +166,11 @@ class HfWeights final : public WeightReader {
       w.biases.assign(b.begin(), b.end());
       return w;
     }
+    if (t.dtype == StDType::F8_E4M3) return read_fp8(name, module, loc);
     auto dt = float_dtype(t.dtype);
-    if (!dt) throw CheckpointError(ck_.dir(), "'" + name + "' has dtype " + std::string(st_dtype_name(t.dtype)) +
-                                                  ", which is not a float weight");
+    if (!dt)
+      throw CheckpointError(ck_.dir(), "'" + name + "' has dtype " + std::string(st_dtype_name(t.dtype)) +
+                                           ", which is not a float weight");
     w.dtype = *dt;
     w.cols = t.shape.empty() ? 1 : static_cast<std::int64_t>(t.shape.back());
     w.rows = w.cols == 0 ? 0 : static_cast<std::int64_t>(t.element_count()) / w.cols;
@@ -158,8 +181,41 @@ class HfWeights final : public WeightReader {
   }
 
  private:
+  // A float8 E4M3 matrix with its block scales (fp8_blocks.h), dequantized to float32.
+  HostWeight read_fp8(const std::string& name, const std::string& module, const HfCheckpoint::Located& loc) const {
+    const auto& t = *loc.tensor;
+    if (!fp8_block_)
+      throw CheckpointError(ck_.dir(), "'" + name + "' is float8 but config.json has no block-FP8 quantization_config");
+    const auto scales = ck_.find(module + ".weight_scale_inv");
+    if (scales.tensor == nullptr)
+      throw CheckpointError(ck_.dir(), "'" + name + "' is float8 without its weight_scale_inv");
+    if (t.shape.size() != 2) throw CheckpointError(ck_.dir(), "'" + name + "' is float8 but not a matrix");
+    const auto [br, bc] = *fp8_block_;
+    const auto rows = static_cast<std::int64_t>(t.shape[0]), cols = static_cast<std::int64_t>(t.shape[1]);
+    const std::uint64_t want = static_cast<std::uint64_t>(((rows + br - 1) / br) * ((cols + bc - 1) / bc));
+    if (scales.tensor->dtype != StDType::F32 || scales.tensor->element_count() != want)
+      throw CheckpointError(ck_.dir(), "'" + module + ".weight_scale_inv' must be float32 with one scale per " +
+                                           std::to_string(br) + "x" + std::to_string(bc) + " block (" +
+                                           std::to_string(want) + ")");
+    const auto codes = loc.file->data(t);
+    const auto sb = scales.file->data(*scales.tensor);
+    std::vector<float> sv(want);
+    std::memcpy(sv.data(), sb.data(), want * sizeof(float));
+    const std::vector<float> values = dequantize_fp8_blocks(codes, rows, cols, sv, br, bc);
+    HostWeight w;
+    w.name = name;
+    w.dtype = HostDType::F32;
+    w.rows = rows;
+    w.cols = cols;
+    w.shape = {rows, cols};
+    w.data.resize(values.size() * sizeof(float));
+    std::memcpy(w.data.data(), values.data(), w.data.size());
+    return w;
+  }
+
   HfCheckpoint ck_;
   std::optional<AffineQuantConfig> quant_;
+  std::optional<std::pair<std::int64_t, std::int64_t>> fp8_block_;  // block FP8's weight_block_size
 };
 
 }  // namespace

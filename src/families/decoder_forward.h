@@ -24,7 +24,7 @@ struct DecoderWeights {
   // Hyper-connections: the embedding row is copied into `streams` residual streams, and `final_mixer` (its
   // enter()) makes the row the output projection reads, in place of final_norm.
   int streams = 1;
-  std::shared_ptr<const HyperConnections> final_mixer;
+  std::shared_ptr<const StreamWrapper> final_mixer;
   int attention_layers() const;  // attending over every position (the KvCache store)
   int window_layers() const;     // sliding-window attention (the window store)
   int recurrent_layers() const;

@@ -15,7 +15,7 @@ DecoderModel::DecoderModel(Backend& backend, ModelInfo info, DecoderWeights weig
     : backend_(backend), info_(std::move(info)), w_(std::move(weights)), recurrent_(recurrent), mamba_(mamba) {
   int gdn = 0, ssm = 0;
   for (const auto& l : w_.layers) {
-    gdn += std::holds_alternative<GatedDeltaBlock>(l.mixer) ? 1 : 0;
+    gdn += std::holds_alternative<GatedDeltaBlock>(l.mixer) || std::holds_alternative<KdaBlock>(l.mixer) ? 1 : 0;
     ssm += std::holds_alternative<Mamba2Block>(l.mixer) ? 1 : 0;
   }
   if (gdn > 0 && ssm > 0) throw std::invalid_argument("DecoderModel: Gated DeltaNet and Mamba-2 layers in one model");

@@ -7,6 +7,7 @@
 #include "checkpoint/gguf.h"
 #include "checkpoint/hf_checkpoint.h"
 #include "families/gemma4/gemma4.h"
+#include "families/glm5_next/glm5_next.h"
 #include "families/llama/llama.h"
 #include "families/model.h"
 #include "families/nemotron_h/nemotron_h.h"
@@ -29,7 +30,10 @@ constexpr const char* kQwen4ExpWorks =
 
 // The one list of served architectures: load_model() dispatches on it, and `pull`, `serve REPO`, `models` and
 // `info` ask it (servable.h) before any weight is read or downloaded. A new family is one line here.
-constexpr std::array<Family, 9> kFamilies{{
+constexpr const char* kGlm5NextWorks =
+    "serves Hugging Face bf16, block-FP8 and MLX affine safetensors on MLX (not CUDA or MTP drafting yet)";
+
+constexpr std::array<Family, 11> kFamilies{{
     {"llama", "llama", load_llama, "serves on MLX and CUDA"},
     {"qwen3_5", "qwen3_5", load_qwen3_5, "serves on MLX and CUDA, drafting from its MTP head where it has one"},
     {"qwen3_5_text", "qwen3_5", load_qwen3_5, "serves on MLX and CUDA, drafting from its MTP head where it has one"},
@@ -46,6 +50,8 @@ constexpr std::array<Family, 9> kFamilies{{
      "refused"},
     {"qwen4_exp", "qwen4_exp", load_qwen4_exp, kQwen4ExpWorks},
     {"qwen4_exp_text", "qwen4_exp", load_qwen4_exp, kQwen4ExpWorks},
+    {"glm5_next", "glm5_next", load_glm5_next, kGlm5NextWorks},
+    {"glm5_next_text", "glm5_next", load_glm5_next, kGlm5NextWorks},
 }};
 
 const Family* find_family(const std::string& architecture) {

@@ -266,9 +266,16 @@ def test_info_on_mlx_checkpoints_of_other_widths(bits, group, tensorfold, make_d
 
 
 def test_info_on_a_foreign_quantization_config(tensorfold, make_dir):
+    config = {**TINY_CONFIG, "quantization_config": {"quant_method": "compressed-tensors", "format": "nvfp4"}}
+    d = write_hf_dir(make_dir("nvfp4"), config, {"model.safetensors": st_of(tiny_bf16_tensors())})
+    assert one(info_ok(tensorfold, d), "quantization") == '"compressed-tensors" (not read yet)'
+
+
+def test_info_on_a_block_fp8_config(tensorfold, make_dir):
     config = {**TINY_CONFIG, "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}
     d = write_hf_dir(make_dir("fp8"), config, {"model.safetensors": st_of(tiny_bf16_tensors())})
-    assert one(info_ok(tensorfold, d), "quantization") == '"fp8" (not read yet)'
+    want = "FP8 E4M3 in 128x128 blocks (weight_scale_inv), read as float32"
+    assert one(info_ok(tensorfold, d), "quantization") == want
 
 
 def test_info_on_a_sharded_checkpoint(tensorfold, make_dir):
@@ -348,6 +355,8 @@ def test_models_prints_a_table(tensorfold, tmp_path):
     assert [r[4] for r in rows if r[1] == "nemotron_h"][0].startswith("serves on MLX (not CUDA yet)")
     assert [r[4] for r in rows if r[1] == "gemma4"][0].startswith(
         "serves Hugging Face safetensors and mlx-community quants on the MLX CPU path")
+    assert [r[4] for r in rows if r[1] == "glm5_next"][0].startswith(
+        "serves Hugging Face bf16, block-FP8 and MLX affine safetensors on MLX")
     assert [r[4] for r in rows if r[1] == "deepseek_v4"] == ["not supported yet"]
     assert f"model cache: {tmp_path / 'cache'}" in lines
 

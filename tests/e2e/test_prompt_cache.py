@@ -4,7 +4,8 @@ replies, bit for bit (token ids), greedy and seeded T>0, on the default model (l
 checkpoint (Gated DeltaNet: conv windows and recurrent state are restored too) and the tiny nemotron_h one
 (Mamba-2 conv windows and SSM states, experts) and the tiny gemma4 one (a sliding-window store past its
 window, beside full layers of another head shape) and the tiny qwen4_exp one (sparse attention's rows and the
-n-gram windows in the host-row store, past the indexer's dense prefix). Then the same after a restart
+n-gram windows in the host-row store, past the indexer's dense prefix) and the tiny glm5_next one (Kimi delta
+attention's state, latent rows with the KPool indexer's choices, a shared indexer). Then the same after a restart
 that reads the snapshots from --snapshot-dir; a corrupted, a truncated and another model's snapshot are each
 refused (removed, with a log line) and the reply still equals fresh; and a cache filled past --prompt-cache-gib
 stays within its budget. The qwen3_5 turns and the restart also run on two tensor-parallel ranks (--tp 2)."""
@@ -23,6 +24,7 @@ QWEN = Path(__file__).resolve().parents[1] / "goldens" / "qwen3_5" / "mlx-4bit"
 NEMOTRON = Path(__file__).resolve().parents[1] / "goldens" / "nemotron_h" / "bf16"
 GEMMA4 = Path(__file__).resolve().parents[1] / "goldens" / "gemma4" / "bf16"
 QWEN4_EXP = Path(__file__).resolve().parents[1] / "goldens" / "qwen4_exp" / "bf16"
+GLM5_NEXT = Path(__file__).resolve().parents[1] / "goldens" / "glm5_next" / "bf16"
 MAX_TOKENS = 12
 
 CONVERSATIONS = [
@@ -132,6 +134,13 @@ def qwen4_exp(tensorfold_bin, tmp_path_factory):
     f.stop()
 
 
+@pytest.fixture(scope="module")
+def glm5_next(tensorfold_bin, tmp_path_factory):
+    f = Family(tensorfold_bin, GLM5_NEXT, tmp_path_factory.mktemp("cache-glm5_next"))
+    yield f
+    f.stop()
+
+
 def test_startup_report_says_mtp_drafted_streams_are_not_cached(tensorfold_bin, tmp_path):
     server = start_serve(tensorfold_bin, NEMOTRON, ["--prompt-cache-gib", "1", "--snapshot-dir", "none"], tmp_path)
     try:
@@ -171,6 +180,12 @@ def test_gemma4_turn2_resumes_exactly_after_the_window_slid(gemma4, conv_i, samp
 def test_qwen4_exp_turn2_resumes_exactly(qwen4_exp, conv_i, sampling_i):
     """Turn 2's prompt is past the indexer's dense prefix: the restored host rows and a fresh prefill agree."""
     qwen4_exp.run_case(conv_i, sampling_i)
+
+
+@pytest.mark.parametrize("conv_i,sampling_i", QWEN_CASES)
+def test_glm5_next_turn2_resumes_exactly(glm5_next, conv_i, sampling_i):
+    """Turn 2's prompt is past the indexer's dense prefix (2 pools of 4): restored rows and state equal fresh."""
+    glm5_next.run_case(conv_i, sampling_i)
 
 
 def test_metrics_count_hits(llama):
@@ -225,7 +240,7 @@ def test_qwen3_5_turn2_resumes_exactly_on_two_ranks(qwen_tp2, conv_i, sampling_i
     qwen_tp2.run_case(conv_i, sampling_i)
 
 
-@pytest.mark.parametrize("fam", ["llama", "qwen", "qwen_tp2", "nemotron", "gemma4", "qwen4_exp"])
+@pytest.mark.parametrize("fam", ["llama", "qwen", "qwen_tp2", "nemotron", "gemma4", "qwen4_exp", "glm5_next"])
 def test_restart_resumes_from_disk(request, fam):
     family = request.getfixturevalue(fam)
     assert family.turn2, "run the turn-2 cases first (file order)"

@@ -41,7 +41,14 @@ const QuantizedMatrix* cpu_quantized(const DeviceWeight& w) {
 
 // The CPU kernel's shape of a Gated DeltaNet layer.
 GatedDeltaShape host_shape(const GatedDeltaSpec& s) {
-  return {s.k_heads, s.v_heads, s.k_dim, s.v_dim, s.conv_kernel, s.tiled_value_heads};
+  return {.k_heads = s.k_heads,
+          .v_heads = s.v_heads,
+          .k_dim = s.k_dim,
+          .v_dim = s.v_dim,
+          .conv_kernel = s.conv_kernel,
+          .tiled_value_heads = s.tiled_value_heads,
+          .channel_decay = s.channel_decay,
+          .decay_lower_bound = s.decay_lower_bound};
 }
 
 // Calls of up to this many rows (decode, verify windows, shared rounds) take the row-invariant products
@@ -328,10 +335,14 @@ class MlxBackend final : public Backend {
     if (spec.k_heads <= 0 || spec.v_heads % spec.k_heads != 0 || spec.k_dim <= 0 || spec.v_dim <= 0 ||
         spec.conv_kernel < 1)
       throw std::invalid_argument("new_recurrent_state: a Gated DeltaNet shape needs v_heads a multiple of k_heads");
+    if (spec.channel_decay && spec.k_heads != spec.v_heads)
+      throw std::invalid_argument("new_recurrent_state: a per-channel decay needs as many key heads as value heads");
     const GatedDeltaShape shape = host_shape(spec);
     return std::make_unique<HostRecurrentState>(layers, shape.conv_floats() + shape.state_floats(),
                                                 static_cast<std::int64_t>(spec.v_heads) * spec.v_dim);
   }
+
+  bool has_channel_decay() const override { return true; }
 
   bool has_state_space() const override { return true; }
   // On the CPU only: the window store is host memory (HostWindowCache); Metal's is not written yet.
@@ -484,9 +495,11 @@ class MlxBackend final : public Backend {
     const HostView x = host_view(qkv), av = host_view(a), bv = host_view(b);
     const std::int64_t n = x.rows;
     const auto C = spec.conv_channels();
-    if (x.cols != C || av.rows != n || bv.rows != n || av.cols != spec.v_heads || bv.cols != spec.v_heads ||
+    const std::int64_t decays =
+        spec.channel_decay ? static_cast<std::int64_t>(spec.v_heads) * spec.k_dim : spec.v_heads;
+    if (x.cols != C || av.rows != n || bv.rows != n || av.cols != decays || bv.cols != spec.v_heads ||
         conv_weight.rows != C || conv_weight.cols != spec.conv_kernel || a_log.cols != spec.v_heads ||
-        dt_bias.cols != spec.v_heads)
+        dt_bias.cols != decays || (spec.channel_decay && spec.k_heads != spec.v_heads))
       throw std::invalid_argument("gated_delta: shapes");
     const GatedDeltaWeights w{dense_values(conv_weight), dense_values(a_log), dense_values(dt_bias)};
     const std::int64_t width = static_cast<std::int64_t>(spec.v_heads) * spec.v_dim;
@@ -505,7 +518,7 @@ class MlxBackend final : public Backend {
       if (st == nullptr) throw std::invalid_argument("gated_delta: a run without a host recurrent state");
       if (row + run.rows > n) throw std::invalid_argument("gated_delta: the runs do not cover the rows");
       const HostRecurrentState::Input inputs[] = {
-          {x.data + row * C, C}, {av.data + row * H, H}, {bv.data + row * H, H}};
+          {x.data + row * C, C}, {av.data + row * decays, decays}, {bv.data + row * H, H}};
       st->run(layer, run.start, run.rows, inputs, step, y + row * width);
       row += run.rows;
     }

@@ -33,9 +33,10 @@ void gated_delta_rows(const float* qkv, const float* a, const float* b, std::int
   // The conv window: the last K - 1 inputs, oldest first, then the current one.
   std::vector<float> window(static_cast<std::size_t>(K) * static_cast<std::size_t>(C));
   std::memcpy(window.data(), conv_in, static_cast<std::size_t>(s.conv_floats()) * 4);
-  if (state_out != state_in)
-    std::memcpy(state_out, state_in, static_cast<std::size_t>(s.state_floats()) * 4);
-  std::vector<float> y(static_cast<std::size_t>(C)), kv_mem(static_cast<std::size_t>(dv)), delta(static_cast<std::size_t>(dv));
+  if (state_out != state_in) std::memcpy(state_out, state_in, static_cast<std::size_t>(s.state_floats()) * 4);
+  std::vector<float> y(static_cast<std::size_t>(C)), kv_mem(static_cast<std::size_t>(dv)),
+      delta(static_cast<std::size_t>(dv));
+  std::vector<float> decay(static_cast<std::size_t>(dk));
   for (std::int64_t t = 0; t < rows; ++t) {
     std::memcpy(window.data() + static_cast<std::size_t>((K - 1) * C), qkv + t * C, static_cast<std::size_t>(C) * 4);
     for (std::int64_t c = 0; c < C; ++c) {
@@ -57,13 +58,26 @@ void gated_delta_rows(const float* qkv, const float* a, const float* b, std::int
       const float* kh = k + static_cast<std::ptrdiff_t>(key_head) * dk;
       const float* vh = v + static_cast<std::ptrdiff_t>(h) * dv;
       const float beta = sigmoid(b[t * s.v_heads + h]);
-      const float decay = std::exp(-std::exp(w.a_log[h]) * softplus(a[t * s.v_heads + h] + w.dt_bias[h]));
+      if (s.channel_decay) {
+        // One decay per key channel: log-decay g = bound * sigmoid(exp(a_log) * (a + dt_bias)) with a lower
+        // bound, else -exp(a_log) * softplus(a + dt_bias).
+        const float rate = std::exp(w.a_log[h]);
+        const std::int64_t at = static_cast<std::int64_t>(h) * dk;
+        for (int i = 0; i < dk; ++i) {
+          const float x = a[t * s.v_heads * dk + at + i] + w.dt_bias[at + i];
+          const float g = s.decay_lower_bound < 0.0f ? s.decay_lower_bound * sigmoid(rate * x) : -rate * softplus(x);
+          decay[static_cast<std::size_t>(i)] = std::exp(g);
+        }
+      } else {
+        const float d = std::exp(-std::exp(w.a_log[h]) * softplus(a[t * s.v_heads + h] + w.dt_bias[h]));
+        for (int i = 0; i < dk; ++i) decay[static_cast<std::size_t>(i)] = d;
+      }
       float* S = state_out + static_cast<std::ptrdiff_t>(h) * dk * dv;  // [dk, dv]
       for (int j = 0; j < dv; ++j) kv_mem[static_cast<std::size_t>(j)] = 0.0f;
       for (int i = 0; i < dk; ++i) {
         float* row = S + static_cast<std::ptrdiff_t>(i) * dv;
         for (int j = 0; j < dv; ++j) {
-          row[j] = row[j] * decay;
+          row[j] = row[j] * decay[static_cast<std::size_t>(i)];
           kv_mem[static_cast<std::size_t>(j)] = kv_mem[static_cast<std::size_t>(j)] + row[j] * kh[i];
         }
       }
