@@ -13,7 +13,8 @@ What it writes to OUT_DIR:
   images/*.png (seeded RGB pictures; PNG so that decoding is exact and any difference is preprocessing),
   images/photo.jpg and images/photo.webp (the same picture lossy; decoder tests compare against pillow's pixels),
   references.safetensors (float32 unless noted):
-    pixels.<img>          uint8 [H, W, 3] as pillow decodes the file (convert("RGB"))
+    pixels.<img>          uint8 [H, W, 3] as the processor sees the file: pillow + transformers' convert_to_rgb
+                          (also for alpha.png (RGBA, every alpha), palette.png (with a tRNS entry), grey.png)
     pixel_values.<img>    [patches, 3*2*8*8] the reference processor's output (PIL backend: PIL BICUBIC on
                           uint8, rescale in float64 then float32, (x - mean) / std in float32, patch order)
     grid.<img>            int64 [3] (t, h, w) in patches
@@ -60,6 +61,7 @@ import make_qwen3_5_tiny as base  # noqa: E402
 import transformers  # noqa: E402
 from transformers import Qwen2VLImageProcessorPil, Qwen3_5Config, Qwen3_5ForConditionalGeneration  # noqa: E402
 from transformers import vision_utils as vu  # noqa: E402
+from transformers.image_transforms import convert_to_rgb  # noqa: E402
 from transformers.models.qwen3_5 import modeling_qwen3_5 as mq  # noqa: E402
 
 VISION_START, VISION_END, IMAGE_PAD, VIDEO_PAD = 275, 276, 277, 278
@@ -234,6 +236,12 @@ def main():
     photo = Image.fromarray(picture(40, 56, 200), "RGB")
     photo.save(os.path.join(out, "images", "photo.jpg"), quality=85)
     photo.save(os.path.join(out, "images", "photo.webp"), quality=80)
+    # transparency and colour types (decoder tests): RGBA with every alpha, a palette with a tRNS entry, grey
+    rgba = np.concatenate([picture(16, 24, 300), (np.arange(16 * 24) % 256).astype(np.uint8).reshape(16, 24, 1)], -1)
+    Image.fromarray(rgba, "RGBA").save(os.path.join(out, "images", "alpha.png"))
+    pal = Image.fromarray(picture(12, 10, 301), "RGB").quantize(colors=16, dither=Image.Dither.NONE)
+    pal.save(os.path.join(out, "images", "palette.png"), transparency=3)
+    Image.fromarray(picture(10, 14, 302)[..., 0], "L").save(os.path.join(out, "images", "grey.png"))
 
     # model, on disk in bf16, the reference holds exactly the disk values
     model = build_model()
@@ -256,10 +264,12 @@ def main():
     proc = Qwen2VLImageProcessorPil(**{k: v for k, v in PREPROCESSOR.items()
                                       if k not in ("image_processor_type", "processor_class")})
     refs, px = {}, {}
-    for name in sorted(IMAGES) + ["photo.jpg", "photo.webp"]:
+    for name in sorted(IMAGES) + ["photo.jpg", "photo.webp", "alpha.png", "palette.png", "grey.png"]:
         fname = name if "." in name else name + ".png"
-        img = Image.open(os.path.join(out, "images", fname)).convert("RGB")
-        refs["pixels." + fname] = np.asarray(img, np.uint8).copy()
+        img = Image.open(os.path.join(out, "images", fname))
+        # what the processor's PIL backend sees: convert_to_rgb (transparency composited onto white)
+        refs["pixels." + fname] = np.ascontiguousarray(convert_to_rgb(img, return_numpy=True), np.uint8)
+        img = img.convert("RGB")
         if "." in name:
             continue
         r = proc(images=[img], return_tensors="np")
