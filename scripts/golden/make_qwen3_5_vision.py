@@ -14,7 +14,8 @@ What it writes to OUT_DIR:
   images/photo.jpg and images/photo.webp (the same picture lossy; decoder tests compare against pillow's pixels),
   references.safetensors (float32 unless noted):
     pixels.<img>          uint8 [H, W, 3] as the processor sees the file: pillow + transformers' convert_to_rgb
-                          (also for alpha.png (RGBA, every alpha), palette.png (with a tRNS entry), grey.png)
+                          (also for alpha.png (RGBA, every alpha), palette.png (with a tRNS entry), grey.png,
+                          grey16.png (16-bit grey, PIL's I;16))
     pixel_values.<img>    [patches, 3*2*8*8] the reference processor's output (PIL backend: PIL BICUBIC on
                           uint8, rescale in float64 then float32, (x - mean) / std in float32, patch order)
     grid.<img>            int64 [3] (t, h, w) in patches
@@ -242,6 +243,9 @@ def main():
     pal = Image.fromarray(picture(12, 10, 301), "RGB").quantize(colors=16, dither=Image.Dither.NONE)
     pal.save(os.path.join(out, "images", "palette.png"), transparency=3)
     Image.fromarray(picture(10, 14, 302)[..., 0], "L").save(os.path.join(out, "images", "grey.png"))
+    # 16-bit grey (PIL mode I;16: its RGB conversion clips at 255), values on both sides of 255
+    g16 = (picture(6, 8, 303)[..., 0].astype(np.uint16) * 3).astype(np.uint16)
+    Image.fromarray(g16).save(os.path.join(out, "images", "grey16.png"))
 
     # model, on disk in bf16, the reference holds exactly the disk values
     model = build_model()
@@ -264,7 +268,8 @@ def main():
     proc = Qwen2VLImageProcessorPil(**{k: v for k, v in PREPROCESSOR.items()
                                       if k not in ("image_processor_type", "processor_class")})
     refs, px = {}, {}
-    for name in sorted(IMAGES) + ["photo.jpg", "photo.webp", "alpha.png", "palette.png", "grey.png"]:
+    for name in sorted(IMAGES) + ["photo.jpg", "photo.webp", "alpha.png", "palette.png", "grey.png",
+                                   "grey16.png"]:
         fname = name if "." in name else name + ".png"
         img = Image.open(os.path.join(out, "images", fname))
         # what the processor's PIL backend sees: convert_to_rgb (transparency composited onto white)

@@ -114,28 +114,32 @@ void VisionTower::attention(const Block& b, std::vector<float>& x, std::int64_t 
           v[d + half] = bb * c + a * s;
         }
       }
+  // Per head: scores = q k^T and out = softmax(scores) v, both products on the host matmul (an image of
+  // 1024 x 1024 pixels is 4,096 patches: the products are most of the tower's time).
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  std::vector<float> scores(static_cast<std::size_t>(n));
-  for (std::int64_t hh = 0; hh < heads; ++hh)
+  std::vector<float> q(static_cast<std::size_t>(n * hd)), k(q.size()), vt(q.size()),
+      scores(static_cast<std::size_t>(n * n)), o(q.size());
+  for (std::int64_t hh = 0; hh < heads; ++hh) {
+    for (std::int64_t r = 0; r < n; ++r)
+      for (std::int64_t d = 0; d < hd; ++d) {
+        const float* row = &qkv[static_cast<std::size_t>(r * 3 * h + hh * hd + d)];
+        q[static_cast<std::size_t>(r * hd + d)] = row[0];
+        k[static_cast<std::size_t>(r * hd + d)] = row[h];
+        vt[static_cast<std::size_t>(d * n + r)] = row[2 * h];
+      }
+    matmul_(q.data(), n, k.data(), n, hd, scores.data());
     for (std::int64_t i = 0; i < n; ++i) {
-      const float* q = &qkv[std::size_t(i * 3 * h + hh * hd)];
+      float* s = &scores[static_cast<std::size_t>(i * n)];
       float mx = -INFINITY;
-      for (std::int64_t j = 0; j < n; ++j) {
-        const float* k = &qkv[std::size_t(j * 3 * h + h + hh * hd)];
-        float s = 0.0f;
-        for (std::int64_t d = 0; d < hd; ++d) s += q[d] * k[d];
-        scores[std::size_t(j)] = s * scale;
-        mx = std::max(mx, scores[std::size_t(j)]);
-      }
+      for (std::int64_t j = 0; j < n; ++j) mx = std::max(mx, s[j] *= scale);
       float sum = 0.0f;
-      for (std::int64_t j = 0; j < n; ++j) sum += scores[std::size_t(j)] = std::exp(scores[std::size_t(j)] - mx);
-      float* o = &out[std::size_t(i * h + hh * hd)];
-      for (std::int64_t j = 0; j < n; ++j) {
-        const float p = scores[std::size_t(j)] / sum;
-        const float* v = &qkv[std::size_t(j * 3 * h + 2 * h + hh * hd)];
-        for (std::int64_t d = 0; d < hd; ++d) o[d] += p * v[d];
-      }
+      for (std::int64_t j = 0; j < n; ++j) sum += s[j] = std::exp(s[j] - mx);
+      for (std::int64_t j = 0; j < n; ++j) s[j] /= sum;
     }
+    matmul_(scores.data(), n, vt.data(), hd, n, o.data());
+    for (std::int64_t r = 0; r < n; ++r)
+      std::copy_n(&o[static_cast<std::size_t>(r * hd)], hd, &out[static_cast<std::size_t>(r * h + hh * hd)]);
+  }
   apply(b.proj, out, n, projected);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] += projected[i];
 }

@@ -77,7 +77,7 @@ void png_on_warning(png_structp, png_const_charp) {}
 // Returns nullptr on success or the problem. Reads the header, lets `on_header` size `out` (4 bytes a pixel),
 // then decodes the first image into it as RGBA 8-bit; *has_alpha says whether the file carries transparency.
 const char* png_decode(std::span<const std::uint8_t> bytes, const DecodeLimits& limits, std::vector<std::uint8_t>* out,
-                       std::vector<png_bytep>* rows, std::uint32_t* w, std::uint32_t* h, bool* has_alpha,
+                       std::vector<png_bytep>* rows, std::uint32_t* w, std::uint32_t* h, bool* has_alpha, bool* grey16,
                        PngErrors* err, std::string* limit_msg) {
   PngSource src{bytes.data(), bytes.size(), 0};
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, err, png_on_error, png_on_warning);
@@ -104,13 +104,19 @@ const char* png_decode(std::span<const std::uint8_t> bytes, const DecodeLimits& 
   }
   const int color = png_get_color_type(png, info);
   *has_alpha = (color & PNG_COLOR_MASK_ALPHA) || png_get_valid(png, info, PNG_INFO_tRNS);
-  png_set_expand(png);    // palette -> RGB, grey < 8 bits -> 8 bits, tRNS -> alpha
-  png_set_strip_16(png);  // PIL keeps the high byte of 16-bit samples
-  if (!(color & PNG_COLOR_MASK_COLOR)) png_set_gray_to_rgb(png);
-  if (!*has_alpha) png_set_filler(png, 0xff, PNG_FILLER_AFTER);
+  // PIL opens 16-bit greyscale as mode I;16, whose RGB conversion clips each value to 255: read those samples
+  // whole (big-endian, two bytes a pixel, which the 4-byte rows hold) and clip after.
+  *grey16 = color == PNG_COLOR_TYPE_GRAY && png_get_bit_depth(png, info) == 16 && !*has_alpha;
+  if (!*grey16) {
+    png_set_expand(png);    // palette -> RGB, grey < 8 bits -> 8 bits, tRNS -> alpha
+    png_set_strip_16(png);  // PIL keeps the high byte of 16-bit RGB samples
+    if (!(color & PNG_COLOR_MASK_COLOR)) png_set_gray_to_rgb(png);
+    if (!*has_alpha) png_set_filler(png, 0xff, PNG_FILLER_AFTER);
+  }
   png_set_interlace_handling(png);
   png_read_update_info(png, info);
-  if (png_get_rowbytes(png, info) != std::size_t{*w} * 4) png_error(png, "unexpected row layout after expansion");
+  if (png_get_rowbytes(png, info) != std::size_t{*w} * (*grey16 ? 2 : 4))
+    png_error(png, "unexpected row layout after expansion");
   out->resize(std::size_t{*w} * *h * 4);
   rows->resize(*h);
   for (std::uint32_t y = 0; y < *h; ++y) (*rows)[y] = out->data() + std::size_t{y} * *w * 4;
@@ -123,15 +129,22 @@ RgbImage decode_png(std::span<const std::uint8_t> bytes, const DecodeLimits& lim
   std::vector<std::uint8_t> rgba;
   std::vector<png_bytep> rows;
   std::uint32_t w = 0, h = 0;
-  bool alpha = false;
+  bool alpha = false, grey16 = false;
   PngErrors err{};
   std::string limit_msg;
-  if (const char* problem = png_decode(bytes, limits, &rgba, &rows, &w, &h, &alpha, &err, &limit_msg)) {
+  if (const char* problem = png_decode(bytes, limits, &rgba, &rows, &w, &h, &alpha, &grey16, &err, &limit_msg)) {
     if (!limit_msg.empty()) throw ImageError(limit_msg);
     throw ImageError(std::string("the PNG image is corrupt: ") + problem);
   }
   RgbImage img{w, h, std::vector<std::uint8_t>(std::size_t{w} * h * 3), ImageFormat::png};
-  if (alpha) {
+  if (grey16) {
+    for (std::size_t y = 0; y < h; ++y)
+      for (std::size_t x = 0; x < w; ++x) {
+        const std::uint8_t* s = &rgba[y * w * 4 + x * 2];
+        const unsigned v = (unsigned{s[0]} << 8) | s[1];
+        std::memset(&img.pixels[(y * w + x) * 3], v > 255 ? 255 : static_cast<int>(v), 3);
+      }
+  } else if (alpha) {
     composite_on_white(rgba.data(), std::size_t{w} * h, img.pixels.data());
   } else {
     for (std::size_t i = 0, n = std::size_t{w} * h; i < n; ++i) std::memcpy(&img.pixels[i * 3], &rgba[i * 4], 3);

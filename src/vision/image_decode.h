@@ -1,8 +1,8 @@
 #pragma once
 // PNG, JPEG and WebP bytes to 8-bit RGB pixels through Debian's libpng, libjpeg-turbo and libwebp, with the
 // pixels the reference image processor sees: PIL's Image.open + transformers' convert_to_rgb (transparency
-// composited onto white with PIL's alpha_composite arithmetic, grey replicated to three channels, 16-bit
-// samples cut to their high byte, the first frame only).
+// composited onto white with PIL's alpha_composite arithmetic, grey replicated to three channels, 16-bit RGB
+// samples cut to their high byte, 16-bit grey clipped to 255 as PIL's I;16 mode converts, the first frame only).
 #include <cstddef>
 #include <cstdint>
 #include <span>

@@ -50,7 +50,8 @@ Qwen35Config qwen3_5_config_from_json(const nlohmann::json& top, const std::stri
         }))
       r.fail("'mrope_section' must be 3 integers >= 0");
     int sum = 0;
-    for (int i = 0; i < 3; ++i) sum += c.mrope_section[static_cast<std::size_t>(i)] = (*ms)[static_cast<std::size_t>(i)].get<int>();
+    for (int i = 0; i < 3; ++i)
+      sum += c.mrope_section[static_cast<std::size_t>(i)] = (*ms)[static_cast<std::size_t>(i)].get<int>();
     if (sum * 2 > c.rotary_dims) r.fail("'mrope_section' covers more than the rotary dimensions");
   }
   if (auto it = text.find("mtp_num_hidden_layers"); it != text.end() && it->is_number_integer())

@@ -38,6 +38,7 @@ TEST(ImageDecode, TransparencyOnWhiteAsPillow) {
   expect_pixels_as_pillow("alpha.png", ImageFormat::png);
   expect_pixels_as_pillow("palette.png", ImageFormat::png);
   expect_pixels_as_pillow("grey.png", ImageFormat::png);
+  expect_pixels_as_pillow("grey16.png", ImageFormat::png);
 }
 
 void expect_refused(const std::vector<std::uint8_t>& bytes, const std::string& needle, const DecodeLimits& lim = {}) {

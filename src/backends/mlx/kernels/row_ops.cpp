@@ -80,7 +80,8 @@ void rope_rows(float* x, std::int64_t rows, int heads, int head_dim, std::int64_
     std::vector<float> cs(static_cast<std::size_t>(half)), sn(static_cast<std::size_t>(half));
     for (std::int64_t r = r0; r < r1; ++r) {
       for (int i = 0; i < half; ++i) {
-        const auto pos = static_cast<float>(thw != nullptr ? thw[3 * r + axis[static_cast<std::size_t>(i)]] : start + r);
+        const auto pos =
+            static_cast<float>(thw != nullptr ? thw[3 * r + axis[static_cast<std::size_t>(i)]] : start + r);
         const float theta = pos * inv_freq[static_cast<std::size_t>(i)];
         cs[static_cast<std::size_t>(i)] = static_cast<float>(std::cos(static_cast<double>(theta)));
         sn[static_cast<std::size_t>(i)] = static_cast<float>(std::sin(static_cast<double>(theta)));
