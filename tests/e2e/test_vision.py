@@ -1,12 +1,14 @@
 """Images served end to end (`tensorfold serve --vision`) with the official openai SDK, on the tiny random Qwen3.5
 VLM of tests/goldens/qwen3_5/vision (scripts/golden/make_qwen3_5_vision.py): PNG images sent as data URLs give the
-prompt token count and the 12 greedy tokens of transformers' float64 reference, drafted == serial; every refusal
-is a 400 that names the field (and the limit); a server without --vision says how to turn images on."""
+prompt token count and the 12 greedy tokens of transformers' float64 reference, drafted == serial == concurrent;
+every refusal is a 400 that names the field (and the limit); a server without --vision says how to turn images
+on."""
 
 from __future__ import annotations
 
 import base64
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import openai
@@ -56,6 +58,16 @@ def test_data_url_images_answer_as_the_reference(vision_server, case):
     assert serial == c["greedy"]
     drafted, _ = greedy(client, model, openai_messages(c), draft=True)
     assert drafted == serial
+
+
+def test_concurrent_image_requests_answer_as_alone(vision_server):
+    """The three cases at once, twice over (--parallel 2: shared rounds and queueing), each drafted: every reply's
+    tokens are the reference's, as when it runs alone."""
+    client, model = vision_server.client(), vision_server.model_id
+    cases = sorted(REF["cases"]) * 2
+    with ThreadPoolExecutor(len(cases)) as pool:
+        got = list(pool.map(lambda c: greedy(client, model, openai_messages(REF["cases"][c]), draft=True)[0], cases))
+    assert got == [REF["cases"][c]["greedy"] for c in cases]
 
 
 def expect_400(client, model, messages, param, *needles):
