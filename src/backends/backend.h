@@ -278,8 +278,8 @@ class Backend {
   }
   // Whether rope takes StreamRows::mrope positions and replace_rows works here.
   virtual bool has_image_inputs() const { return false; }
-  // y [rows, out] = x [rows, in] . w [out, in]^T on host memory, with the backend's host kernel (an image
-  // encoder's products: blocks/vision_tower.h). Only where has_image_inputs().
+  // y [rows, out] = x [rows, in] . w [out, in]^T on host memory, with the backend's host kernels (an image
+  // encoder's products: blocks/vision_tower.h); a pure function of x and w. Only where has_image_inputs().
   virtual void host_matmul(const float* /*x*/, std::int64_t /*rows*/, const float* /*w*/, std::int64_t /*out*/,
                            std::int64_t /*in*/, float* /*y*/) {
     throw std::logic_error("host_matmul: this backend takes no image inputs");

@@ -5,8 +5,9 @@
 // patch's (row, column), GELU-tanh MLP) -> LayerNorm -> every merge x merge patches concatenated -> fc1, GELU
 // (erf), fc2: one output row (a placeholder token's embedding) per merge block.
 //
-// It runs on the host in float32, once per image, its matrix products on `matmul` (the MLX backend's
-// row-invariant host kernel): an image's embeddings are the same bits whatever else the server is doing.
+// It runs on the host in float32, once per image, its matrix products on `matmul` (the MLX backend's host
+// kernels: BLAS sgemm for an image's many patch rows): an image's embeddings are a pure function of the image on
+// a machine, whatever else the server is doing.
 #include <cstdint>
 #include <functional>
 #include <span>

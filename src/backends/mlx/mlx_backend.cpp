@@ -452,7 +452,11 @@ class MlxBackend final : public Backend {
   bool has_image_inputs() const override { return cpu_; }
   void host_matmul(const float* x, std::int64_t rows, const float* w, std::int64_t out, std::int64_t in,
                    float* y) override {
-    invariant_matmul(x, rows, w, out, in, y);
+    // An image's hundreds of patch rows take BLAS (a pure function of x and w on a machine, as prefill chunks).
+    if (rows > kInvariantRows)
+      dense_gemm(x, rows, w, out, in, y);
+    else
+      invariant_matmul(x, rows, w, out, in, y);
   }
 
   Tensor replace_rows(const Tensor& x, std::span<const std::int64_t> rows, std::span<const float> values) override {
