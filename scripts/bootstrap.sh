@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 DEB_PACKAGES=(cmake ninja-build g++ clang ccache pkg-config python3-venv
   libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libcurl4-openssl-dev libssl-dev
   libpcre2-dev libutf8proc-dev libzstd-dev libxxhash-dev libgtest-dev libopenblas-dev unzip
+  libpng-dev libjpeg62-turbo-dev libwebp-dev  # image decoding for --vision (src/vision/)
   chromium)  # headless Chromium: the browser tests (tests/e2e/test_browser_cors.py)
 
 missing=()

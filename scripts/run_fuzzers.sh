@@ -16,7 +16,7 @@ cd "$ROOT"
 SECONDS_PER_TARGET="${1:-30}"
 shift || true
 [[ "$SECONDS_PER_TARGET" =~ ^[0-9]+$ ]] || { echo "usage: $0 [SECONDS] [TARGET...]" >&2; exit 2; }
-ALL_TARGETS=(fuzz_gguf fuzz_safetensors fuzz_mlx_quant_config fuzz_tokenizer fuzz_template fuzz_request)
+ALL_TARGETS=(fuzz_gguf fuzz_safetensors fuzz_mlx_quant_config fuzz_tokenizer fuzz_template fuzz_request fuzz_image)
 TARGETS=("${@:-${ALL_TARGETS[@]}}")
 BUILD="${FUZZ_BUILD_DIR:-build-fuzz}"
 JOBS="${FUZZ_JOBS:-1}"

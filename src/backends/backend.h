@@ -4,6 +4,7 @@
 // float32 [rows, features] matrices; weights are uploaded once from backend-neutral HostWeights.
 #include <unistd.h>
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -74,6 +75,11 @@ struct RopeSpec {
   // Partial RoPE: only each head's first `rotary_dims` dimensions rotate (pairs within them), the rest pass
   // through; frequencies are base^(-2i/rotary_dims). 0: the whole head.
   int rotary_dims = 0;
+  // M-RoPE (Qwen2/3-VL, Qwen3.5): where a run carries 3-D positions (StreamRows::mrope), rotary frequency i
+  // turns with the row's height position when i % 3 == 1 and i < 3 * mrope_section[1], with its width position
+  // when i % 3 == 2 and i < 3 * mrope_section[2], else with its temporal one (transformers' interleaved layout).
+  // Runs without 3-D positions rotate by start + row as always (text alone: the three are equal).
+  std::array<int, 3> mrope_section{0, 0, 0};
 };
 
 struct AttentionSpec {
@@ -168,6 +174,9 @@ struct StreamRows {
   // it here, and the run's token ids (the n-gram windows hash them).
   StateStore* host_rows = nullptr;
   std::span<const std::int32_t> tokens;
+  // Empty, or the rows' M-RoPE positions (t, h, w) x rows: rope turns by these instead of start + row (a
+  // stream with images: families/stream_images.h).
+  std::span<const std::int32_t> mrope;
 };
 
 // Greedy ids the device may still be computing (Backend::argmax_rows_async). A later step's embedding can
@@ -266,6 +275,21 @@ class Backend {
   // x * sigmoid(gate), elementwise (output-gated attention).
   virtual Tensor sigmoid_gate(const Tensor& /*x*/, const Tensor& /*gate*/) {
     throw std::logic_error("sigmoid_gate: not on this backend");
+  }
+  // ---- ops of image inputs (vision; the defaults throw)
+  // x with row rows[i] replaced by values[i * cols .. (i + 1) * cols) (an image's embeddings at its placeholder
+  // tokens' rows).
+  virtual Tensor replace_rows(const Tensor& /*x*/, std::span<const std::int64_t> /*rows*/,
+                              std::span<const float> /*values*/) {
+    throw std::logic_error("replace_rows: this backend takes no image inputs");
+  }
+  // Whether rope takes StreamRows::mrope positions and replace_rows works here.
+  virtual bool has_image_inputs() const { return false; }
+  // y [rows, out] = x [rows, in] . w [out, in]^T on host memory, with the backend's host kernels (an image
+  // encoder's products: blocks/vision_tower.h); a pure function of x and w. Only where has_image_inputs().
+  virtual void host_matmul(const float* /*x*/, std::int64_t /*rows*/, const float* /*w*/, std::int64_t /*out*/,
+                           std::int64_t /*in*/, float* /*y*/) {
+    throw std::logic_error("host_matmul: this backend takes no image inputs");
   }
   // ---- ops of draft heads (MTP; the defaults throw)
   // [rows, cols] float32 from host values, row-major (hidden rows a forward returned, fed to a draft head).

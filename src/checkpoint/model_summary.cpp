@@ -345,6 +345,7 @@ ModelSummary summarize_hf(const std::string& dir) {
         n = n * 32 / static_cast<std::uint64_t>(spec->bits);
     s.parameters += n;
     if (tensor.name.starts_with("mtp.")) s.mtp_parameters += n;
+    if (tensor.name.starts_with("model.visual.")) s.vision_parameters += n;
   }
   s.tensor_count = ck.all_tensors().size();
 
@@ -425,6 +426,9 @@ std::string format_summary(const ModelSummary& s) {
                        s.parameters - s.mtp_parameters - s.routed_parameters + s.active_routed_parameters);
     line("parameters", p);
   }
+  if (s.vision_parameters > 0)
+    line("vision tower", fmt::format("{} parameters (model.visual.*; images with serve --vision, docs/vision.md)",
+                                     s.vision_parameters));
   line("tokenizer", s.tokenizer.empty() ? "none found" : s.tokenizer);
   line("chat template", s.has_chat_template ? "yes" : "no");
   if (s.recurrent_bytes > 0) {

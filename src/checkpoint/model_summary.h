@@ -28,6 +28,7 @@ struct ModelSummary {
   std::string experts;           // mixture-of-experts layers: experts, top-k and routed parameters, total and active
   std::uint64_t parameters = 0;  // every weight's values (a quantized weight's codes count as values)
   std::uint64_t mtp_parameters = 0;  // of them, the MTP head's (`mtp.*`), which runs only to draft
+  std::uint64_t vision_parameters = 0;  // of them, the vision tower's (`model.visual.*`), run with serve --vision
   std::uint64_t routed_parameters = 0, active_routed_parameters = 0;  // the routed experts', all and per token
   std::string serving;  // which family serves it and where (filled in by the CLI)
   bool has_chat_template = false;

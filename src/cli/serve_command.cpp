@@ -63,6 +63,7 @@ struct ServeFlags {
   std::string snapshot_dir;        // "": the default under the cache directory
   double max_snapshot_gib = 8.0;
   std::string precision;  // "": the backend's default (CUDA: bf16)
+  bool vision = false;
 };
 
 // --parallel: "auto" (0 for the engine) or a count of streams.
@@ -214,6 +215,9 @@ int run_serve(const ServeFlags& f) {
   so.timeout_s = f.timeout;
   so.keep_alive_s = f.keep_alive;
   so.cors_origins = f.cors_origins;
+  so.vision = f.vision;
+  // Images come base64 inside the body: the reference's 32 MiB body limit with --vision.
+  if (f.vision) so.max_body_bytes = std::max(so.max_body_bytes, std::size_t{32} << 20);
   // Descriptors beyond the idle connections: the checkpoint's files, the working connections, the engine's.
   const rlim_t fds = raise_descriptor_limit();
   so.max_idle_connections =
@@ -246,6 +250,7 @@ int run_serve(const ServeFlags& f) {
   eo.snapshot_dir = f.snapshot_dir;
   eo.max_snapshot_gib = f.max_snapshot_gib;
   if (!f.precision.empty()) eo.prompt_precision = parse_prompt_precision(f.precision);
+  eo.vision = f.vision;
   std::unique_ptr<Engine> engine;
   try {
     engine = std::make_unique<Engine>(eo);
@@ -378,6 +383,9 @@ Command add_serve_command(CLI::App& app) {
                   "once to bf16, float32 accumulation, one tensor-core pass) or full (x to 16 significant bits, "
                   "two passes, float32-close). Decode and verify rows are the same in both")
       ->check(CLI::IsMember({"bf16", "full"}));
+  sub->add_flag("--vision", f->vision,
+                "Take images in chat requests (OpenAI image_url parts with data: URLs; PNG, JPEG, WebP): loads the "
+                "checkpoint's vision tower (Qwen3.5/3.8 on the MLX CPU backend; docs/vision.md)");
   sub->add_flag("--no-drafts", f->no_drafts, "Decode serially: never draft (same output, bit for bit)");
   sub->add_option("--chat-template", f->chat_template, "Jinja chat template file replacing the checkpoint's")
       ->check(CLI::ExistingFile);

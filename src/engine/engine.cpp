@@ -82,6 +82,13 @@ Engine::Engine(const EngineOptions& o) {
     throw std::runtime_error("--precision chooses how CUDA computes prompt rows; the " + backend_->name() +
                              " backend has no such choice");
   model_ = load_model(o.model_path, *backend_);
+  if (o.vision) {
+    image_encoder_ = load_image_encoder(o.model_path, *backend_);
+    if (!image_encoder_)
+      throw std::runtime_error("--vision: " + o.model_path +
+                               " has no vision tower this server reads (config.json vision_config of a qwen3_5 "
+                               "checkpoint in Hugging Face's layout)");
+  }
   tokenizer_ = std::make_unique<Tokenizer>(load_tokenizer(o.model_path));
   load_chat_template(o);
   eos_ids_ = tokenizer_->eog_ids();

@@ -19,6 +19,7 @@
 #include "engine/prompt_cache.h"
 #include "engine/row_check.h"
 #include "engine/scheduler.h"
+#include "families/image_encoder.h"
 #include "families/model.h"
 
 namespace tf {
@@ -58,6 +59,8 @@ struct EngineOptions {
   // Prompt rows' precision (backends/prompt_precision.h) where the backend has a prompt path of its own (CUDA):
   // unset, bf16 there; set on a backend without one, an error.
   std::optional<PromptPrecision> prompt_precision;
+  // --vision: load the checkpoint's image encoder (an error where it has none) so requests may carry images.
+  bool vision = false;
 };
 
 class Engine {
@@ -109,6 +112,8 @@ class Engine {
   const MemoryPlan& memory_plan() const;
   std::string concurrency_summary() const;
   std::string prompt_cache_summary() const;
+  // The image encoder (--vision), or null.
+  const ImageEncoder* image_encoder() const { return image_encoder_.get(); }
 
  private:
   void load_chat_template(const EngineOptions& options);  // engine_chat.cpp
@@ -121,6 +126,7 @@ class Engine {
   std::unique_ptr<Backend> backend_;
   int tp_ = 1;
   std::unique_ptr<Model> model_;
+  std::unique_ptr<ImageEncoder> image_encoder_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ChatTemplate> template_;
   mutable std::once_flag token_texts_once_;

@@ -12,6 +12,7 @@
 #include "engine/logit_adjust.h"
 #include "engine/sampler.h"
 #include "engine/token_constraint.h"
+#include "families/stream_images.h"
 
 namespace tf {
 
@@ -31,6 +32,10 @@ struct GenerationRequest {
   // Prefill then computes every prompt row's logits, which it does only for these requests.
   bool prompt_logprobs = false;
   bool generate = true;  // false: prefill only, no token generated (echo with max_tokens 0); finish is Length
+  // The prompt's images (--vision): embeddings at their placeholder tokens and M-RoPE positions. Such a prompt
+  // prefills from the start and is not retained by the prompt cache (its placeholder tokens do not say which
+  // image they hold).
+  std::shared_ptr<const StreamImages> images;
 };
 
 enum class FinishReason { Stop, Length, Cancelled, Error };

@@ -227,6 +227,7 @@ void Scheduler::prefill_chunk() {
       if (n > options_.context || (n == options_.context && s.request.generate))
         throw std::invalid_argument("prompt does not fit the context");
       s.state = model_.new_state();
+      s.state->set_images(s.request.images);
       s.settings.sampling = s.request.sampling;
       s.settings.seed = s.request.seed ? *s.request.seed : seed_from_prompt(prompt);
       s.drafts = make_drafts(s);
@@ -278,6 +279,8 @@ void Scheduler::start_prefill(Stream& s) {
   PromptCache* cache = options_.prompt_cache;
   // An MTP head's own state follows every prompt row's hidden state, which a restored prefix never had.
   if (cache == nullptr || !cache->enabled() || (s.drafts && s.drafts->wants_hidden())) return;
+  // Image placeholders are the same tokens whatever the image: such prompts neither reuse nor leave prefixes.
+  if (s.request.images) return;
   const auto& starts = s.plan.message_starts;
   // Prompt scoring needs every prompt row's logits, and a restored prefix has none (a snapshot holds the
   // state, not the rows that built it), so such a request prefills from the start. Its states are those of a
@@ -288,6 +291,7 @@ void Scheduler::start_prefill(Stream& s) {
       s.prefilled = s.cached = hit.tokens;
     } catch (const std::exception&) {  // a state of another shape: prefill from the start
       s.state = model_.new_state();
+      s.state->set_images(s.request.images);
       s.prefilled = s.cached = 0;
     }
   }

@@ -72,6 +72,10 @@ Tensor decoder_logits(Backend& b, const DecoderWeights& w, std::span<const Decod
   std::vector<std::int32_t> joined;
   std::vector<StreamRows> runs;
   runs.reserve(parts.size());
+  // Streams with images: each run's M-RoPE positions, and the placeholder rows' embeddings (rows of the call).
+  std::vector<std::vector<std::int32_t>> thw(parts.size());
+  std::vector<std::int64_t> image_rows;
+  std::vector<float> image_values;
   std::int64_t total = 0;
   for (const auto& p : parts) {
     if ((p.cache == nullptr && p.recurrent == nullptr && p.window == nullptr && p.host_rows == nullptr) ||
@@ -84,7 +88,15 @@ Tensor decoder_logits(Backend& b, const DecoderWeights& w, std::span<const Decod
                                : p.recurrent != nullptr ? p.recurrent->length()
                                : p.window != nullptr    ? p.window->length()
                                                         : p.host_rows->length();
-    runs.push_back({p.cache, start, n, p.recurrent, p.window, p.host_rows, p.tokens});
+    runs.push_back({p.cache, start, n, p.recurrent, p.window, p.host_rows, p.tokens, {}});
+    if (p.images != nullptr) {
+      auto& pos = thw[runs.size() - 1];
+      p.images->positions(start, n, pos);
+      runs.back().mrope = pos;
+      const std::size_t before = image_rows.size();
+      p.images->rows(start, n, image_rows, image_values);
+      for (std::size_t i = before; i < image_rows.size(); ++i) image_rows[i] += total;
+    }
     total += n;
   }
   std::span<const std::int32_t> tokens = parts.front().tokens;
@@ -96,6 +108,7 @@ Tensor decoder_logits(Backend& b, const DecoderWeights& w, std::span<const Decod
   }
   const auto& fed = parts.front().fed;
   Tensor x = fed ? b.embed(w.embed, fed) : b.embed(w.embed, tokens);
+  if (!image_rows.empty()) x = b.replace_rows(x, image_rows, image_values);
   if (w.embed_scale != 1.0f) x = b.scale(x, w.embed_scale);
   if (w.streams > 1) x = widen_streams(b, x, w.embed.cols, w.streams);
   for (const auto& l : w.layers) x = l.forward(b, x, runs, w.rms_eps);

@@ -12,6 +12,7 @@
 #include "backends/backend.h"
 #include "blocks/decoder_layer.h"
 #include "blocks/host_row_log.h"
+#include "families/stream_images.h"
 
 namespace tf {
 
@@ -50,6 +51,7 @@ struct DecoderPart {
   std::shared_ptr<DeviceIds> fed;
   KvCache* window = nullptr;        // null when no layer has a sliding window
   StateStore* host_rows = nullptr;  // null when no block keeps host rows (blocks/host_row_log.h)
+  const StreamImages* images = nullptr;  // the stream's images (embeddings and M-RoPE positions), or null
 };
 
 // The logits left on the backend: with one part, of its last `logit_rows` positions (<= 0: every row); with

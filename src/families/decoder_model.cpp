@@ -69,7 +69,7 @@ std::unique_ptr<SequenceState> DecoderModel::new_state() const {
 
 DecoderPart DecoderModel::part_of(SequenceState& state, std::span<const std::int32_t> tokens) const {
   auto& st = dynamic_cast<StreamState&>(state);
-  return {st.kv(), st.recurrent(), tokens, nullptr, st.window(), st.host_rows()};
+  return {st.kv(), st.recurrent(), tokens, nullptr, st.window(), st.host_rows(), state.images().get()};
 }
 
 std::vector<float> DecoderModel::forward(SequenceState& state, std::span<const std::int32_t> tokens,
@@ -125,7 +125,8 @@ std::vector<ForwardResult> DecoderModel::forward_parts(std::span<const ForwardPa
   };
   // Before anything asks a state for its stores (StreamState::kv() drops a queued step).
   if (parts.size() == 1 && parts[0].ids && parts[0].tokens.size() == 1 && backend_.has_device_ids() &&
-      w_.recurrent_layers() == 0 && w_.window_layers() == 0 && w_.host_row_layers().empty() && on_backend(parts[0])) {
+      w_.recurrent_layers() == 0 && w_.window_layers() == 0 && w_.host_row_layers().empty() && on_backend(parts[0]) &&
+      parts[0].state->images() == nullptr) {  // GreedyAhead's rounds rotate by row: no M-RoPE positions
     TokenChoice c = parts[0].choice;
     c.position = parts[0].state->length() + 1;
     return {one_token_round(*parts[0].state, parts[0].tokens[0], parts[0].ahead, c)};

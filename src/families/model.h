@@ -14,6 +14,7 @@
 namespace tf {
 
 class Backend;
+class StreamImages;
 
 struct ModelInfo {
   std::string family;        // our folder under src/families/
@@ -44,6 +45,13 @@ class SequenceState {
   // The same kept where the backend computes (backends/state_image.h): what the prompt cache retains.
   virtual std::shared_ptr<const StateImage> image() const { return std::make_shared<HostStateImage>(snapshot()); }
   virtual void restore_image(const StateImage& image) { restore_from_bytes(*this, image); }
+  // The images of this stream's prompt (families/stream_images.h): their embeddings replace the placeholder
+  // rows a forward reaches, and every row's rotary position follows them (M-RoPE). Null: text only.
+  void set_images(std::shared_ptr<const StreamImages> images) { images_ = std::move(images); }
+  const std::shared_ptr<const StreamImages>& images() const { return images_; }
+
+ private:
+  std::shared_ptr<const StreamImages> images_;
 };
 
 // One stream's part of a shared round: `tokens` at positions state.length() .., appended to the state, and

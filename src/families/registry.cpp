@@ -8,10 +8,12 @@
 #include "checkpoint/hf_checkpoint.h"
 #include "families/gemma4/gemma4.h"
 #include "families/glm5_next/glm5_next.h"
+#include "families/image_encoder.h"
 #include "families/llama/llama.h"
 #include "families/model.h"
 #include "families/nemotron_h/nemotron_h.h"
 #include "families/qwen3_5/qwen3_5.h"
+#include "families/qwen3_5/qwen3_5_vision.h"
 #include "families/qwen4_exp/qwen4_exp.h"
 #include "families/servable.h"
 
@@ -23,6 +25,8 @@ struct Family {
   const char* family;        // our folder under src/families/
   std::unique_ptr<Model> (*load)(const std::string& path, bool is_gguf, Backend& backend);
   const char* works;  // what serves today (`tensorfold info`, `models`)
+  // The family's image encoder loader (--vision), where it reads images.
+  std::unique_ptr<ImageEncoder> (*load_images)(const std::string& path, Backend& backend) = nullptr;
 };
 
 constexpr const char* kQwen4ExpWorks =
@@ -35,7 +39,8 @@ constexpr const char* kGlm5NextWorks =
 
 constexpr std::array<Family, 11> kFamilies{{
     {"llama", "llama", load_llama, "serves on MLX and CUDA"},
-    {"qwen3_5", "qwen3_5", load_qwen3_5, "serves on MLX and CUDA, drafting from its MTP head where it has one"},
+    {"qwen3_5", "qwen3_5", load_qwen3_5, "serves on MLX and CUDA, drafting from its MTP head where it has one",
+     load_qwen3_5_image_encoder},
     {"qwen3_5_text", "qwen3_5", load_qwen3_5, "serves on MLX and CUDA, drafting from its MTP head where it has one"},
     {"qwen35", "qwen3_5", load_qwen3_5,
      "serves llama.cpp's GGUF (F16, Q8_0, Q4_K_M, ...) on MLX (not CUDA yet), drafting from its MTP head where it "
@@ -98,6 +103,15 @@ std::unique_ptr<Model> load_model(const std::string& path, Backend& backend) {
   }
   if (const auto* f = find_family(arch)) return f->load(path, !is_dir, backend);
   throw CheckpointError(path, "architecture '" + arch + "' is not served yet (tensorfold models lists the families)");
+}
+
+std::unique_ptr<ImageEncoder> load_image_encoder(const std::string& path, Backend& backend) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return nullptr;
+  auto config = read_json_file((std::filesystem::path(path) / "config.json").string());
+  const auto arch = config.is_object() ? config.value("model_type", std::string()) : std::string();
+  const auto* f = find_family(arch);
+  return f != nullptr && f->load_images != nullptr ? f->load_images(path, backend) : nullptr;
 }
 
 }  // namespace tf

@@ -9,14 +9,15 @@
 namespace tf::server {
 
 std::string message_text(const nlohmann::ordered_json& content, const std::string& param,
-                         std::initializer_list<std::string_view> text_types) {
+                         std::initializer_list<std::string_view> text_types, std::vector<ImagePart>* images) {
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array())
     throw invalid_request(fmt::format("Invalid type for '{}': expected a string or a list of content parts, but "
                                       "got {} instead.",
                                       param, json_type_name(content)),
                           param, "invalid_type");
-  std::string text;
+  std::vector<std::string> texts;
+  bool has_image = false;
   for (std::size_t i = 0; i < content.size(); ++i) {
     const auto& part = content[i];
     const std::string p = fmt::format("{}[{}]", param, i);
@@ -27,6 +28,20 @@ std::string message_text(const nlohmann::ordered_json& content, const std::strin
     const JsonFields f(part, p + ".");
     const auto type = f.string("type");
     if (!type) throw invalid_request(fmt::format("Missing required parameter: '{}.type'.", p), p + ".type");
+    if (images != nullptr && *type == "image_url") {
+      const auto* iu = f.get("image_url");
+      std::string url;
+      if (iu != nullptr && iu->is_object() && iu->contains("url") && (*iu)["url"].is_string())
+        url = (*iu)["url"].get<std::string>();
+      else if (iu != nullptr && iu->is_string())
+        url = iu->get<std::string>();
+      else
+        throw invalid_request(fmt::format("Missing required parameter: '{}.image_url.url'.", p), p + ".image_url.url");
+      images->push_back({p + ".image_url", std::move(url)});
+      texts.emplace_back(kImagePlaceholder);
+      has_image = true;
+      continue;
+    }
     if (std::find(text_types.begin(), text_types.end(), *type) == text_types.end()) {
       const bool media = type->find("image") != std::string::npos || type->find("audio") != std::string::npos ||
                          type->find("file") != std::string::npos || type->find("video") != std::string::npos;
@@ -39,13 +54,18 @@ std::string message_text(const nlohmann::ordered_json& content, const std::strin
     }
     const auto t = f.string("text");
     if (!t) throw invalid_request(fmt::format("Missing required parameter: '{}.text'.", p), p + ".text");
-    if (i > 0) text += '\n';
-    text += *t;
+    texts.push_back(*t);
+  }
+  std::string text;
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    if (i > 0 && !has_image) text += '\n';
+    text += texts[i];
   }
   return text;
 }
 
-nlohmann::ordered_json normalize_chat_message(const nlohmann::ordered_json& m, const std::string& param) {
+nlohmann::ordered_json normalize_chat_message(const nlohmann::ordered_json& m, const std::string& param,
+                                              std::vector<ImagePart>* images) {
   if (!m.is_object())
     throw invalid_request(fmt::format("Invalid type for '{}': expected an object, but got {} instead.", param,
                                       json_type_name(m)),
@@ -64,7 +84,7 @@ nlohmann::ordered_json normalize_chat_message(const nlohmann::ordered_json& m, c
   const auto* content = f.get("content");
   const auto* tool_calls = f.array("tool_calls");
   if (content) {
-    out["content"] = message_text(*content, param + ".content", {"text", "input_text", "output_text"});
+    out["content"] = message_text(*content, param + ".content", {"text", "input_text", "output_text"}, images);
   } else if (*role == "assistant") {
     out["content"] = "";  // an assistant turn that only calls tools
   } else {
@@ -113,7 +133,7 @@ ChatRequest parse_chat_request(const nlohmann::ordered_json& body) {
     throw invalid_request("Invalid 'messages': expected a non-empty list of messages.", "messages",
                           "invalid_value");
   for (std::size_t i = 0; i < messages->size(); ++i)
-    r.messages.push_back(normalize_chat_message((*messages)[i], fmt::format("messages[{}]", i)));
+    r.messages.push_back(normalize_chat_message((*messages)[i], fmt::format("messages[{}]", i), &r.images));
 
   r.sampling = parse_sampling_fields(f, {"max_completion_tokens", "max_tokens"});
   parse_adjustment_fields(f, r.sampling);

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "server/image_inputs.h"
 #include "server/sampling_fields.h"
 #include "server/structured_fields.h"
 #include "server/tool_fields.h"
@@ -29,6 +30,8 @@ struct ChatRequest {
   bool include_usage = false;  // stream_options.include_usage
   std::optional<std::string> user;
   StructuredOutput structured;  // response_format json_object / json_schema, grammar, regex
+  // image_url parts, in prompt order; each is image_inputs.h's kImagePlaceholder in its message's content.
+  std::vector<ImagePart> images;
 };
 
 ChatRequest parse_chat_request(const nlohmann::ordered_json& body);
@@ -44,10 +47,13 @@ void apply_reasoning_effort(const JsonFields& fields, nlohmann::ordered_json& te
 
 // The text of a message "content": a string, or a list of text parts (types in `text_types`) joined by "\n".
 // Other part types are refused (this server reads text only). `param` names the field in errors.
+// With `images`, image_url parts are taken too: each becomes kImagePlaceholder in the text and is appended to
+// `images`, and a content holding one joins its parts with nothing between them (as Qwen's templates render them).
 std::string message_text(const nlohmann::ordered_json& content, const std::string& param,
-                         std::initializer_list<std::string_view> text_types);
+                         std::initializer_list<std::string_view> text_types, std::vector<ImagePart>* images = nullptr);
 
 // One chat message normalized as ChatRequest::messages describes; throws ApiError naming `param`.
-nlohmann::ordered_json normalize_chat_message(const nlohmann::ordered_json& message, const std::string& param);
+nlohmann::ordered_json normalize_chat_message(const nlohmann::ordered_json& message, const std::string& param,
+                                              std::vector<ImagePart>* images = nullptr);
 
 }  // namespace tf::server

@@ -32,8 +32,19 @@ ChatSetup prepare_chat(ApiContext& ctx, const ChatRequest& request, const std::s
   s.reasoning.split = true;
   s.reasoning.markers = tools::detect_reasoning_markers(service.chat_template_source(input));
   s.reasoning.start_inside = tools::prompt_opens_reasoning(prompt_text, s.reasoning.markers);
-  s.generation = plan_generation(service, ctx.options(), service.tokenize(prompt_text, /*add_special=*/false),
-                                 request.sampling, param);
+  auto prompt = service.tokenize(prompt_text, /*add_special=*/false);
+  std::shared_ptr<const StreamImages> images;
+  if (!request.images.empty()) {
+    const ImageEncoder* encoder = service.image_encoder();
+    if (encoder == nullptr)
+      throw unsupported(fmt::format("Invalid '{}': image input is off on this server; start it with `tensorfold serve "
+                                    "--vision` (a checkpoint with a vision tower) to send images.",
+                                    request.images.front().param),
+                        request.images.front().param);
+    images = read_images(*encoder, request.images, prompt);
+  }
+  s.generation = plan_generation(service, ctx.options(), std::move(prompt), request.sampling, param);
+  s.generation.images = std::move(images);
   if (s.tools.calls && s.tools.forced) {
     // A prompt that opened a reasoning block: the call comes after the block closes.
     s.generation.constraint = service.call_grammar_constraint(

@@ -22,6 +22,7 @@ class EngineService final : public InferenceService {
   std::shared_ptr<const TokenConstraint> grammar_constraint(std::shared_ptr<const grammar::Grammar> grammar,
                                                             std::string after) const override;
   std::shared_ptr<GenerationStream> submit(GenerationRequest request) override;
+  const ImageEncoder* image_encoder() const override { return engine_.image_encoder(); }
   EngineStats stats() const override { return engine_.stats(); }
 
  private:

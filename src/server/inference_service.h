@@ -41,6 +41,8 @@ class InferenceService {
   virtual std::shared_ptr<const TokenConstraint> grammar_constraint(std::shared_ptr<const grammar::Grammar> grammar,
                                                                     std::string after) const = 0;
   virtual std::shared_ptr<GenerationStream> submit(GenerationRequest request) = 0;
+  // The model's image encoder where the server was started with --vision, else null.
+  virtual const ImageEncoder* image_encoder() const { return nullptr; }
   // Totals since start, for /health.
   virtual EngineStats stats() const = 0;
 };

@@ -39,6 +39,8 @@ struct ServerOptions {
   std::optional<bool> reasoning;
   // --reasoning-budget: reasoning tokens before the block is closed (0: none); thinking_budget overrides it.
   std::int64_t reasoning_budget = 0;
+  // --vision: chat requests may carry images (server/image_inputs.h has the limits).
+  bool vision = false;
 };
 
 }  // namespace tf::server

@@ -457,3 +457,22 @@ def test_info_reads_a_qwen35_gguf_as_its_safetensors_checkpoint(tensorfold, quan
     assert info["quantization"] == [{"Q4_K_M": "Q5_0 (file type Q4_K_M)"}.get(quant, quant)]
     mtp = re.search(r"\((\d+) of them the MTP head's", one(info, "parameters"))
     assert mtp and mtp.group(1) == re.search(r"\((\d+) of them the MTP head's", one(st, "parameters")).group(1)
+
+
+def test_info_shows_a_vision_tower(tensorfold):
+    """A checkpoint with a vision tower (tests/goldens/qwen3_5/vision) says so, with the tower's parameters (its
+    model.visual.* values, counted from the safetensors header); a text-only one (mlx-4bit) has no such line."""
+    goldens = Path(__file__).resolve().parents[1] / "goldens" / "qwen3_5"
+    raw = (goldens / "vision" / "model.safetensors").read_bytes()
+    header = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
+    visual = 0
+    for name, t in header.items():
+        if name.startswith("model.visual."):
+            n = 1
+            for d in t["shape"]:
+                n *= d
+            visual += n
+    assert visual > 0
+    info = info_ok(tensorfold, goldens / "vision")
+    assert info["vision tower"] == [f"{visual} parameters (model.visual.*; images with serve --vision, docs/vision.md)"]
+    assert "vision tower" not in info_ok(tensorfold, goldens / "mlx-4bit")

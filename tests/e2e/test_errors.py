@@ -51,8 +51,9 @@ def test_malformed_json_is_400(server, body):
         ({"messages": []}, "messages"),
         ({"messages": [{"role": "user"}]}, "messages[0].content"),
         ({"messages": [{"role": "robot", "content": "x"}]}, "messages[0].role"),
+        # without --vision (docs/vision.md): the image part is refused, naming it
         ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
-         "messages[0].content[0].type"),
+         "messages[0].content[0].image_url"),
         ({"logprobs": 1}, "logprobs"),
         ({"logprobs": True, "top_logprobs": 21}, "top_logprobs"),
         ({"n": 0}, "n"),

@@ -4,7 +4,7 @@
     python3 tests/fuzz/make_seeds.py OUT_DIR
 
 creates OUT_DIR/fuzz_gguf/*.gguf, OUT_DIR/fuzz_safetensors/*.safetensors and
-OUT_DIR/fuzz_mlx_quant_config/*.json and OUT_DIR/fuzz_request/*.json. The output is deterministic, so re-running is harmless.
+OUT_DIR/fuzz_mlx_quant_config/*.json, OUT_DIR/fuzz_request/*.json and OUT_DIR/fuzz_image/* (the vision\ngolden's images). The output is deterministic, so re-running is harmless.
 """
 import json
 import random
@@ -225,12 +225,19 @@ def request_seeds():
     return {name: json.dumps(body).encode() for name, body in bodies.items()}
 
 
+def image_seeds():
+    """The vision golden's PNG (RGB, RGBA, palette + tRNS, grey), JPEG and WebP files."""
+    d = Path(__file__).resolve().parents[1] / "goldens" / "qwen3_5" / "vision" / "images"
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.suffix in (".png", ".jpg", ".webp")}
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     out = Path(sys.argv[1])
     for target, seeds in (("fuzz_gguf", gguf_seeds()), ("fuzz_safetensors", safetensors_seeds()),
-                          ("fuzz_mlx_quant_config", quant_config_seeds()), ("fuzz_request", request_seeds())):
+                          ("fuzz_mlx_quant_config", quant_config_seeds()), ("fuzz_request", request_seeds()),
+                          ("fuzz_image", image_seeds())):
         d = out / target
         d.mkdir(parents=True, exist_ok=True)
         for name, data in seeds.items():

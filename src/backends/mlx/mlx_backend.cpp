@@ -460,6 +460,31 @@ class MlxBackend final : public Backend {
     return wrap(mx::multiply(mlx_of(x), mx::sigmoid(mlx_of(gate))));
   }
 
+  bool has_image_inputs() const override { return cpu_; }
+  void host_matmul(const float* x, std::int64_t rows, const float* w, std::int64_t out, std::int64_t in,
+                   float* y) override {
+    // An image's hundreds of patch rows take BLAS (a pure function of x and w on a machine, as prefill chunks).
+    if (rows > kInvariantRows)
+      dense_gemm(x, rows, w, out, in, y);
+    else
+      invariant_matmul(x, rows, w, out, in, y);
+  }
+
+  Tensor replace_rows(const Tensor& x, std::span<const std::int64_t> rows, std::span<const float> values) override {
+    if (!cpu_) throw std::logic_error("replace_rows: image inputs run on the CPU path only");
+    const HostView v = host_view(x);
+    if (values.size() != rows.size() * static_cast<std::size_t>(v.cols))
+      throw std::invalid_argument("replace_rows: values are not one row of x's width per row index");
+    auto [t, y] = new_rows(v.rows, v.cols);
+    std::memcpy(y, v.data, static_cast<std::size_t>(v.rows * v.cols) * sizeof(float));
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i] < 0 || rows[i] >= v.rows) throw std::invalid_argument("replace_rows: a row index out of range");
+      std::memcpy(y + rows[i] * v.cols, values.data() + i * static_cast<std::size_t>(v.cols),
+                  static_cast<std::size_t>(v.cols) * sizeof(float));
+    }
+    return t;
+  }
+
   Tensor from_host(std::span<const float> values, std::int64_t rows, std::int64_t cols) override {
     if (rows < 1 || cols < 1 || static_cast<std::int64_t>(values.size()) != rows * cols)
       throw std::invalid_argument("from_host: shape");
@@ -551,12 +576,16 @@ class MlxBackend final : public Backend {
       std::memcpy(y, h->values.data(), h->values.size() * sizeof(float));
       std::int64_t row = 0;
       for (const auto& run : runs) {
-        rope_rows(y + row * h->cols, run.rows, heads, head_dim, run.start, spec);
+        if (!run.mrope.empty() && run.mrope.size() != static_cast<std::size_t>(3 * run.rows))
+          throw std::invalid_argument("rope: a run's M-RoPE positions are not 3 per row");
+        rope_rows(y + row * h->cols, run.rows, heads, head_dim, run.start, spec,
+                  run.mrope.empty() ? nullptr : run.mrope.data());
         row += run.rows;
       }
       return t;
     }
     return wrap(per_run(arr(x), runs, [&](const mx::array& a, const StreamRows& run) {
+      if (!run.mrope.empty()) throw std::logic_error("rope: M-RoPE positions are computed on the CPU path only");
       return rope_run(a, heads, head_dim, run.start, spec);
     }));
   }

@@ -110,6 +110,7 @@ std::unique_ptr<Model> load_qwen3_5(const std::string& path, bool is_gguf, Backe
   ac.spec = attention_spec(cfg.heads, cfg.kv_heads, cfg.head_dim);
   ac.rope.base = cfg.rope_theta;
   ac.rope.rotary_dims = cfg.rotary_dims;
+  ac.rope.mrope_section = cfg.mrope_section;
   ac.qk_norm = true;
   ac.zero_centred_qk_norm = lay.norms_plus_one;
   ac.output_gate = cfg.output_gate;

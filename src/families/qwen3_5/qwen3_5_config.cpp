@@ -1,5 +1,6 @@
 #include "families/qwen3_5/qwen3_5_config.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint_error.h"
@@ -43,6 +44,16 @@ Qwen35Config qwen3_5_config_from_json(const nlohmann::json& top, const std::stri
       static_cast<std::int64_t>(rot) % 2 != 0)
     r.fail("partial_rotary_factor must give an even number of rotary dimensions of head_dim");
   c.rotary_dims = static_cast<int>(rot);
+  if (const auto ms = rope.find("mrope_section"); ms != rope.end() && rope.value("mrope_interleaved", false)) {
+    if (!ms->is_array() || ms->size() != 3 || !std::all_of(ms->begin(), ms->end(), [](auto& v) {
+          return v.is_number_integer() && v.template get<std::int64_t>() >= 0;
+        }))
+      r.fail("'mrope_section' must be 3 integers >= 0");
+    int sum = 0;
+    for (int i = 0; i < 3; ++i)
+      sum += c.mrope_section[static_cast<std::size_t>(i)] = (*ms)[static_cast<std::size_t>(i)].get<int>();
+    if (sum * 2 > c.rotary_dims) r.fail("'mrope_section' covers more than the rotary dimensions");
+  }
   if (auto it = text.find("mtp_num_hidden_layers"); it != text.end() && it->is_number_integer())
     c.mtp_layers = it->get<std::int64_t>();
   if (auto lt = text.find("layer_types"); lt != text.end()) {

@@ -1,6 +1,7 @@
 #pragma once
 // The qwen3_5 family's hyper-parameters, from config.json (model_type qwen3_5 / qwen3_5_text) or from a GGUF
 // header (llama.cpp's arch `qwen35`, as convert_hf_to_gguf writes it).
+#include <array>
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -17,6 +18,7 @@ struct Qwen35Config {
   float rms_eps = 1e-6f;
   float rope_theta = 10000.0f;
   int rotary_dims = 0;  // the leading dims of each head that RoPE turns (partial_rotary_factor * head_dim)
+  std::array<int, 3> mrope_section{0, 0, 0};  // interleaved M-RoPE sections (used where a stream has images)
   bool output_gate = true;
   bool tied = false;
   GatedDeltaSpec gdn;

@@ -88,7 +88,7 @@ class Mla : public ::testing::Test {
   // Both layers' outputs for rows [start, start + n) of x_, appended to `out`.
   void run(HostRowLog& log, std::int64_t start, std::int64_t n, std::vector<float>& out) {
     Backend& b = *backend_;
-    const StreamRows r{nullptr, start, n, nullptr, nullptr, &log, {}};
+    const StreamRows r{nullptr, start, n, nullptr, nullptr, &log, {}, {}};
     const Tensor h = b.from_host(std::span<const float>(x_).subspan(static_cast<std::size_t>(start * kHidden),
                                                                     static_cast<std::size_t>(n * kHidden)),
                                  n, kHidden);

@@ -105,7 +105,7 @@ class NgramWindow : public ::testing::Test {
     std::vector<float> out[2];
     int i = 0;
     for (HostRowLog* log : {&full_, ring_.get()}) {
-      const StreamRows run{nullptr, start, rows, nullptr, nullptr, log, tokens};
+      const StreamRows run{nullptr, start, rows, nullptr, nullptr, log, tokens, {}};
       Backend& b = *backend_;
       out[i++] = b.to_host(block_.forward(b, b.from_host(x, rows, wide), std::span<const StreamRows>(&run, 1)));
     }

@@ -94,6 +94,35 @@ TEST(RowOps, RopeMatchesMlxForEveryVariant) {
   }
 }
 
+// M-RoPE (Qwen3.5's interleaved sections over 8 rotary dims of 32): a text row's three equal positions rotate as
+// plain RoPE at that position, bit for bit; an image row's (t, h, w) turn frequency i with h where i % 3 == 1 and
+// i < 3 * section[1], with w where i % 3 == 2 and i < 3 * section[2], else with t.
+TEST(RowOps, MropeSectionsPickEachFrequencysPosition) {
+  const int heads = 2, head_dim = 32, rows = 3;
+  RopeSpec plain;
+  plain.base = 1e7f;
+  plain.rotary_dims = 8;
+  RopeSpec m = plain;
+  m.mrope_section = {2, 1, 1};
+  const auto x = randn(static_cast<std::size_t>(rows * heads * head_dim), 7);
+  auto a = x, b = x;
+  rope_rows(a.data(), rows, heads, head_dim, 5, plain);
+  const std::vector<std::int32_t> same = {5, 5, 5, 6, 6, 6, 7, 7, 7};
+  rope_rows(b.data(), rows, heads, head_dim, 0, m, same.data());
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+  // one row at (t, h, w) = (3, 9, 4): frequencies 0, 3 turn with t, 1 with h, 2 with w (sections [2, 1, 1])
+  const std::vector<std::int32_t> thw = {3, 9, 4};
+  const std::int32_t pos_of[4] = {3, 9, 4, 3};
+  auto one = std::vector<float>(x.begin(), x.begin() + heads * head_dim);
+  rope_rows(one.data(), 1, heads, head_dim, 0, m, thw.data());
+  for (int i = 0; i < 4; ++i) {  // the same frequency rotated alone at its chosen position
+    auto ref = std::vector<float>(x.begin(), x.begin() + heads * head_dim);
+    rope_rows(ref.data(), 1, heads, head_dim, pos_of[i], plain);
+    for (int h = 0; h < heads; ++h)
+      for (int d : {i, i + 4}) EXPECT_EQ(one[std::size_t(h * head_dim + d)], ref[std::size_t(h * head_dim + d)]) << i;
+  }
+}
+
 TEST(RowOps, ElementwiseOpsMatchMlx) {
   const int n = 1000;
   auto a = randn(n, 3, 4.0f), b = randn(n, 4);

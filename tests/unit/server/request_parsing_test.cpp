@@ -188,6 +188,26 @@ TEST(ChatRequest, ContentPartsAreJoinedAndDeveloperIsSystem) {
   EXPECT_FALSE(r.model);
 }
 
+// image_url parts become the image placeholder where they stood (parts of such a message joined with nothing between,
+// as Qwen's templates render them) and are collected in order, naming their field; whether images are served is
+// decided later (chat_setup: --vision).
+TEST(ChatRequest, ImagePartsAreCollectedInOrder) {
+  const auto r = parse_chat_request(
+      {{"messages",
+        {{{"role", "user"},
+          {"content",
+           {{{"type", "text"}, {"text", "a"}},
+            {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64,AAAA"}, {"detail", "low"}}}},
+            {{"type", "text"}, {"text", "b"}}}}},
+         {{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", "data:image/png;base64,BBBB"}}}}}}}});
+  ASSERT_EQ(r.images.size(), 2u);
+  EXPECT_EQ(r.images[0].param, "messages[0].content[1].image_url");
+  EXPECT_EQ(r.images[0].url, "data:image/png;base64,AAAA");
+  EXPECT_EQ(r.images[1].param, "messages[1].content[0].image_url");
+  EXPECT_EQ(r.messages[0]["content"], std::string("a") + kImagePlaceholder + "b");
+  EXPECT_EQ(r.messages[1]["content"], kImagePlaceholder);
+}
+
 TEST(ChatRequest, RefusesBadMessages) {
   struct Case {
     json body;
@@ -202,8 +222,9 @@ TEST(ChatRequest, RefusesBadMessages) {
       {{{"messages", {{{"role", "wizard"}, {"content", "hi"}}}}}, "messages[0].role"},
       {{{"messages", {{{"role", "user"}}}}}, "messages[0].content"},
       {{{"messages", {{{"role", "user"}, {"content", 5}}}}}, "messages[0].content"},
-      {{{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", {{"url", "x"}}}}}}}}}},
-       "messages[0].content[0].type"},
+      {{{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", 5}}}}}}}},
+       "messages[0].content[0].image_url.url"},
+      {{{"messages", {{{"role", "user"}, {"content", {{{"type", "input_audio"}}}}}}}}, "messages[0].content[0].type"},
       {{{"messages", {{{"role", "user"}, {"content", {{{"type", "text"}}}}}}}}, "messages[0].content[0].text"},
   };
   for (const auto& c : cases) {

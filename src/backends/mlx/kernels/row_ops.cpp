@@ -58,7 +58,8 @@ void rms_norm_rows(const float* x, std::int64_t rows, std::int64_t width, const 
   });
 }
 
-void rope_rows(float* x, std::int64_t rows, int heads, int head_dim, std::int64_t start, const RopeSpec& spec) {
+void rope_rows(float* x, std::int64_t rows, int heads, int head_dim, std::int64_t start, const RopeSpec& spec,
+               const std::int32_t* thw) {
   const int dims = spec.rotary_dims > 0 ? spec.rotary_dims : head_dim;
   const int half = dims / 2;
   // Frequencies as MLX derives them: base^(-2i/dims), or 1 / (base^(2i/dims) * factor_i) with per-pair factors.
@@ -69,11 +70,18 @@ void rope_rows(float* x, std::int64_t rows, int heads, int head_dim, std::int64_
         (spec.freq_factors.empty() ? 1.0 : static_cast<double>(spec.freq_factors[static_cast<std::size_t>(i)]));
     inv_freq[static_cast<std::size_t>(i)] = static_cast<float>(1.0 / period);
   }
+  // Which of a row's (t, h, w) positions each frequency turns with (M-RoPE, interleaved sections).
+  std::vector<int> axis(static_cast<std::size_t>(half), 0);
+  for (int i = 0; i < half; ++i) {
+    if (i % 3 == 1 && i < 3 * spec.mrope_section[1]) axis[static_cast<std::size_t>(i)] = 1;
+    if (i % 3 == 2 && i < 3 * spec.mrope_section[2]) axis[static_cast<std::size_t>(i)] = 2;
+  }
   over_spans(rows, kRowSpan, [&](std::int64_t r0, std::int64_t r1) {
     std::vector<float> cs(static_cast<std::size_t>(half)), sn(static_cast<std::size_t>(half));
     for (std::int64_t r = r0; r < r1; ++r) {
-      const auto pos = static_cast<float>(start + r);
       for (int i = 0; i < half; ++i) {
+        const auto pos =
+            static_cast<float>(thw != nullptr ? thw[3 * r + axis[static_cast<std::size_t>(i)]] : start + r);
         const float theta = pos * inv_freq[static_cast<std::size_t>(i)];
         cs[static_cast<std::size_t>(i)] = static_cast<float>(std::cos(static_cast<double>(theta)));
         sn[static_cast<std::size_t>(i)] = static_cast<float>(std::sin(static_cast<double>(theta)));

@@ -16,7 +16,9 @@ void rms_norm_rows(const float* x, std::int64_t rows, std::int64_t width, const 
 
 // Rotates `heads` heads of `head_dim` values in each of `rows` rows, row r at position start + r (RopeSpec's
 // pairing, partial rotation and frequency factors, as MLX's fast::rope computes them). In place.
-void rope_rows(float* x, std::int64_t rows, int heads, int head_dim, std::int64_t start, const RopeSpec& spec);
+// `thw`: null, or (t, h, w) positions for each row (M-RoPE, RopeSpec::mrope_section); else row r is at start + r.
+void rope_rows(float* x, std::int64_t rows, int heads, int head_dim, std::int64_t start, const RopeSpec& spec,
+               const std::int32_t* thw = nullptr);
 
 void add_rows(const float* a, const float* b, std::int64_t n, float* y);              // y = a + b
 void swiglu_rows(const float* gate, const float* up, std::int64_t n, float* y);       // y = silu(gate) * up
