@@ -19,8 +19,14 @@ to Q8_0 and Q4_K_M (tests/goldens/qwen3_5/gguf/, made by scripts/golden/make_qwe
 * Every file: verify windows with wrong drafts rejected mid-window equal serial decoding bit for bit before and
   after each rollback of the Gated DeltaNet state (tf_greedy_tool's check_rollback), so drafted == serial.
 * The tokenizer and chat template from the GGUF metadata: the checkpoint's ids and chat prompt.
+
+TF_GGUF_BACKEND=cuda runs the same checks through the CUDA tools (tf_cuda_greedy_tool, tf_cuda_mtp_tool of
+TF_BUILD_DIR) on a GPU machine, prompt rows in --precision full (TF_PROMPT_PRECISION, unless set): float32
+arithmetic in other summation orders, judged against float64 within CUDA_F16_LOGIT_TOL as the CUDA qwen3_5
+goldens are (scripts/device/run-gpu-suite.sh).
 """
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -29,7 +35,17 @@ import pytest
 from .qwen3_5_golden_check import GOLDENS, check_mtp
 
 GGUF = GOLDENS / "gguf"
-F16_LOGIT_TOL = 1e-5  # float32 against float64, as the safetensors checkpoint; the worst is printed
+CUDA = os.environ.get("TF_GGUF_BACKEND", "mlx") == "cuda"
+CUDA_F16_LOGIT_TOL = 1e-4  # as the CUDA qwen3_5 goldens' QWEN_LOGIT_TOL (the F16 weights are dense there)
+# float32 against float64, as the safetensors checkpoint; the worst is printed
+F16_LOGIT_TOL = CUDA_F16_LOGIT_TOL if CUDA else 1e-5
+if CUDA:
+    os.environ.setdefault("TF_PROMPT_PRECISION", "full")
+
+
+def tool_path(build_dir, name):
+    """The backend's tool: tf_greedy_tool (MLX) or tf_cuda_greedy_tool (CUDA), and so for the MTP tool."""
+    return build_dir / (f"tf_cuda_{name}" if CUDA else f"tf_{name}")
 F16_NEAR_TIE = 1e-3  # as qwen3_5_golden_check.NEAR_TIE
 # Against llama.cpp on the same file, per file: (logit tolerance, near-tie). Measured: F16 9.0e-4 and no
 # divergence; Q8_0 1.8e-2, Q4_K_M 2.4e-2, and our gap to llama.cpp's token where we differ at most 1.0e-2.
@@ -54,8 +70,8 @@ def first_difference(a, b):
 
 def test_f16_gguf_matches_the_safetensors_golden(build_dir, tmp_path, capsys):
     golden = json.loads((GOLDENS / "bf16-mtp" / "golden.json").read_text())
-    ours, rollback = run_tool(build_dir / "tf_greedy_tool", GGUF / "qwen3_5-tiny-F16.gguf", golden["prompt_ids"],
-                              len(golden["greedy"][0]), tmp_path, logit_rows=3)
+    ours, rollback = run_tool(tool_path(build_dir, "greedy_tool"), GGUF / "qwen3_5-tiny-F16.gguf",
+                              golden["prompt_ids"], len(golden["greedy"][0]), tmp_path, logit_rows=3)
     worst, exact, near = 0.0, 0, []
     for i, o in enumerate(ours):
         want = [x for row in golden["logits"][i] for x in row]
@@ -75,7 +91,8 @@ def test_f16_gguf_matches_the_safetensors_golden(build_dir, tmp_path, capsys):
 
 
 def test_f16_gguf_mtp_head_matches_its_reference(build_dir, tmp_path, capsys):
-    summary = check_mtp(build_dir / "tf_mtp_tool", F16_LOGIT_TOL, tmp_path, model=GGUF / "qwen3_5-tiny-F16.gguf")
+    summary = check_mtp(tool_path(build_dir, "mtp_tool"), F16_LOGIT_TOL, tmp_path,
+                        model=GGUF / "qwen3_5-tiny-F16.gguf")
     with capsys.disabled():
         print(f"\nGGUF F16: {summary}")
 
@@ -87,7 +104,7 @@ def test_gguf_matches_llama_cpp_on_the_same_file(quant, build_dir, tmp_path, cap
     model = GGUF / f"qwen3_5-tiny-{quant}.gguf"
     theirs = ref["files"][model.name]
     steps, vocab = ref["steps"], len(theirs["prompt_logits"][0])
-    tool = build_dir / "tf_greedy_tool"
+    tool = tool_path(build_dir, "greedy_tool")
     # Free-running greedy decoding: the same tokens up to a near-tie of llama.cpp's.
     ours, rollback = run_tool(tool, model, ref["prompt_ids"], steps, tmp_path)
     exact, parted = 0, []

@@ -96,11 +96,8 @@ class CudaBackendImpl final : public CudaBackend {
   bool has_linear_attention() const override { return true; }
   std::unique_ptr<RecurrentState> new_recurrent_state(int layers, const GatedDeltaSpec& spec) override {
     use_device();
-    if (spec.tiled_value_heads)
-      throw std::invalid_argument(
-          "new_recurrent_state: the CUDA kernels read value heads grouped by key head, not tiled as in "
-          "llama.cpp's GGUF files, yet");
-    const cuda::GdnShape shape{spec.k_heads, spec.v_heads, spec.k_dim, spec.v_dim, spec.conv_kernel};
+    const cuda::GdnShape shape{spec.k_heads, spec.v_heads,     spec.k_dim,
+                               spec.v_dim,   spec.conv_kernel, spec.tiled_value_heads};
     if (!cuda::gdn_supported(shape))
       throw std::invalid_argument(
           "new_recurrent_state: the CUDA kernels take key heads of 16, 32, 64 or 128 dims, "
@@ -245,7 +242,8 @@ class CudaBackendImpl final : public CudaBackend {
     use_device();
     auto x = act(qkv), av = act(a), bv = act(b);
     const std::int64_t n = x->rows;
-    const cuda::GdnShape shape{spec.k_heads, spec.v_heads, spec.k_dim, spec.v_dim, spec.conv_kernel};
+    const cuda::GdnShape shape{spec.k_heads, spec.v_heads,     spec.k_dim,
+                               spec.v_dim,   spec.conv_kernel, spec.tiled_value_heads};
     if (x->cols != shape.channels() || av->rows != n || bv->rows != n || av->cols != spec.v_heads ||
         bv->cols != spec.v_heads || conv_weight.quantized() || conv_weight.rows != shape.channels() ||
         conv_weight.cols != spec.conv_kernel || a_log.cols != spec.v_heads || dt_bias.cols != spec.v_heads ||

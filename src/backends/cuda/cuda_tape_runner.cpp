@@ -252,7 +252,8 @@ void TapeRunner::signature(const std::vector<Op>& ops, std::vector<std::uint64_t
                            static_cast<std::uint64_t>(op.col_offset), static_cast<std::uint64_t>(op.col_width),
                            static_cast<std::uint64_t>(op.gdn.k_heads), static_cast<std::uint64_t>(op.gdn.v_heads),
                            static_cast<std::uint64_t>(op.gdn.k_dim), static_cast<std::uint64_t>(op.gdn.v_dim),
-                           static_cast<std::uint64_t>(op.gdn.conv_kernel), P(op.a_log), P(op.dt_bias)});
+                           static_cast<std::uint64_t>(op.gdn.conv_kernel), op.gdn.tiled_value_heads ? 1u : 0u,
+                           P(op.a_log), P(op.dt_bias)});
   }
 }
 

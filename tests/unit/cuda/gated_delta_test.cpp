@@ -29,14 +29,19 @@ struct GdnCase {
 std::vector<GdnCase> gdn_cases() {
   return {{"tiny", {2, 4, 32, 32, 4}},
           {"27b", {16, 48, 128, 128, 4}},
-          {"vdim40", {2, 4, 64, 40, 4}}};  // v_dim not a multiple of 32: a partial warp of columns
+          {"vdim40", {2, 4, 64, 40, 4}},        // v_dim not a multiple of 32: a partial warp of columns
+          {"tiled", {2, 6, 32, 32, 4, true}}};  // value heads tiled over the key heads (llama.cpp's GGUF order)
 }
 
 std::int64_t conv_floats(const GdnShape& s) { return static_cast<std::int64_t>(s.conv_kernel - 1) * s.channels(); }
 std::int64_t state_floats(const GdnShape& s) { return static_cast<std::int64_t>(s.v_heads) * s.k_dim * s.v_dim; }
 std::int64_t out_cols(const GdnShape& s) { return static_cast<std::int64_t>(s.v_heads) * s.v_dim; }
 std::size_t sz(std::int64_t n) { return static_cast<std::size_t>(n); }
-GatedDeltaShape cpu_shape(const GdnShape& s) { return {s.k_heads, s.v_heads, s.k_dim, s.v_dim, s.conv_kernel}; }
+GatedDeltaShape cpu_shape(const GdnShape& s) {
+  GatedDeltaShape c{s.k_heads, s.v_heads, s.k_dim, s.v_dim, s.conv_kernel};
+  c.tiled_value_heads = s.tiled_value_heads;
+  return c;
+}
 
 // max |got - ref| / max |ref|; a non-finite value in got gives +inf.
 double max_rel(const float* got, const float* ref, std::size_t n) {

@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(32)
   const int lane = static_cast<int>(threadIdx.x);
   const int j = chunk * 32 + lane;
   const bool active = j < s.v_dim;
-  const int kh = h / (s.v_heads / s.k_heads);
+  const int kh = s.tiled_value_heads ? h % s.k_heads : h / (s.v_heads / s.k_heads);
   const std::int64_t C = s.channels(), key_width = static_cast<std::int64_t>(s.k_heads) * KD;
   const int H = s.v_heads, dv = s.v_dim;
   const float* S_in = row.state_in + static_cast<std::int64_t>(h) * KD * dv;

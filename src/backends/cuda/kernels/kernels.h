@@ -192,10 +192,13 @@ void rope(const float* x, float* out, std::int64_t rows, int heads, int head_dim
 // A layer's shape: value heads share key heads in consecutive groups; the conv spans conv_kernel positions.
 struct GdnShape {
   int k_heads = 0, v_heads = 0, k_dim = 0, v_dim = 0, conv_kernel = 4;
+  // Value head h reads key head h % k_heads (llama.cpp's GGUF files tile the value heads over the key heads),
+  // else h / (v_heads / k_heads) (the checkpoints' order).
+  bool tiled_value_heads = false;
   constexpr std::int64_t channels() const { return 2LL * k_heads * k_dim + static_cast<std::int64_t>(v_heads) * v_dim; }
   bool operator==(const GdnShape& o) const {  // written out: the CUDA files compile as C++17
     return k_heads == o.k_heads && v_heads == o.v_heads && k_dim == o.k_dim && v_dim == o.v_dim &&
-           conv_kernel == o.conv_kernel;
+           conv_kernel == o.conv_kernel && tiled_value_heads == o.tiled_value_heads;
   }
 };
 constexpr int kGdnMaxConv = 8;
