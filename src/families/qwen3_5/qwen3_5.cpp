@@ -96,9 +96,8 @@ std::unique_ptr<Model> load_qwen3_5(const std::string& path, bool is_gguf, Backe
   Opened ck = open_checkpoint(path, is_gguf);
   const Qwen35Config& cfg = ck.cfg;
   const Layout& lay = ck.lay;
-  // A backend that cannot run this Gated DeltaNet shape (its kernels' head sizes; tensor parallel ranks and a GGUF's
-  // tiled value heads)
-  // says so now, naming the file, rather than at the first request.
+  // A backend that cannot run this Gated DeltaNet shape (its kernels' head sizes; on tensor parallel ranks, a
+  // GGUF's tiled value heads) says so now, naming the file, rather than at the first request.
   try {
     backend.new_recurrent_state(1, cfg.gdn);
   } catch (const std::invalid_argument& e) {
