@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -52,6 +53,7 @@ class CudaBackendImpl final : public CudaBackend {
     cudaFreeHost(stage_);
     cudaFree(greedy_scratch_);
     for (auto& [k, p] : rope_tables_) cudaFree(p);
+    if (host_matmul_stream_ != nullptr) cudaStreamDestroy(host_matmul_stream_);
     cudaStreamDestroy(stream_);
   }
 
@@ -306,18 +308,70 @@ class CudaBackendImpl final : public CudaBackend {
     Op op(Kind::Rope);
     op.rotary = rotary == head_dim ? 0 : rotary;
     std::int64_t rows = 0;
+    const bool mrope = std::any_of(runs.begin(), runs.end(), [](const StreamRows& r) { return !r.mrope.empty(); });
     for (const auto& r : runs) {
       if (r.rows < 1 || r.start < 0) throw std::invalid_argument("rope: a run without rows");
       op.runs.push_back({nullptr, r.start, r.rows});
       rows += r.rows;
+      if (!mrope) continue;
+      // M-RoPE: a run with images brings (t, h, w) for each row; a text-only run beside it is at (p, p, p).
+      if (!r.mrope.empty() && r.mrope.size() != static_cast<std::size_t>(3 * r.rows))
+        throw std::invalid_argument("rope: M-RoPE positions are not three a row");
+      for (std::int64_t i = 0; i < 3 * r.rows; ++i)
+        op.mrope.push_back(r.mrope.empty() ? r.start + i / 3 : r.mrope[static_cast<std::size_t>(i)]);
     }
     if (rows != a->rows) throw std::invalid_argument("rope: the runs do not cover the rows");
+    if (mrope) op.mrope_sections = {3, spec.mrope_section[1], spec.mrope_section[2]};
     op.a = a;
     op.heads = heads;
     op.head_dim = head_dim;
     op.inv_freq = rope_table(rotary, spec);  // base^(-2i / rotary dims)
     op.interleaved = spec.interleaved;
     return record(std::move(op));
+  }
+
+  // ---- image inputs ----
+  bool has_image_inputs() const override { return true; }
+
+  Tensor replace_rows(const Tensor& x, std::span<const std::int64_t> rows, std::span<const float> values) override {
+    use_device();
+    auto a = act(x);
+    if (values.size() != rows.size() * static_cast<std::size_t>(a->cols))
+      throw std::invalid_argument("replace_rows: values are not one row of x's width per row index");
+    Op op(Kind::ReplaceRows);
+    op.a = a;
+    for (const std::int64_t r : rows) {
+      if (r < 0 || r >= a->rows) throw std::invalid_argument("replace_rows: a row index out of range");
+      op.ids.push_back(static_cast<std::int32_t>(r));
+    }
+    op.host.assign(values.begin(), values.end());
+    return record(std::move(op));
+  }
+
+  // An image encoder's products (blocks/vision_tower.h) on the device's float32 GEMM (the dense prefill
+  // kernel: a pure function of x and w), outside the tape: its own stream and memory, so the server's HTTP
+  // threads can encode images while the engine's thread decodes. w comes from the host each call (the tower's
+  // weights stay in host memory; 27B's tower streams ~1.6 GB an image).
+  void host_matmul(const float* x, std::int64_t rows, const float* w, std::int64_t out, std::int64_t in,
+                   float* y) override {
+    use_device();
+    if (rows < 1 || out < 1 || in < 1) throw std::invalid_argument("host_matmul: shape");
+    const std::lock_guard<std::mutex> lock(host_matmul_mutex_);
+    if (host_matmul_stream_ == nullptr) TF_CK(cudaStreamCreateWithFlags(&host_matmul_stream_, cudaStreamNonBlocking));
+    const cudaStream_t s = host_matmul_stream_;
+    DeviceBlob dx(static_cast<std::size_t>(rows * in) * 4, cuda::ElemType::F32),
+        dw(static_cast<std::size_t>(out * in) * 4, cuda::ElemType::F32),
+        dy(static_cast<std::size_t>(rows * out) * 4, cuda::ElemType::F32);
+    TF_CK(cudaMemcpyAsync(dx.ptr, x, dx.bytes, cudaMemcpyHostToDevice, s));
+    TF_CK(cudaMemcpyAsync(dw.ptr, w, dw.bytes, cudaMemcpyHostToDevice, s));
+    WeightView v;
+    v.data = dw.ptr;
+    v.rows = out;
+    v.cols = in;
+    v.dtype = cuda::ElemType::F32;
+    cuda::prefill_linear(static_cast<const float*>(dx.ptr), in, rows, v, static_cast<float*>(dy.ptr), out, s);
+    TF_CK(cudaMemcpyAsync(y, dy.ptr, dy.bytes, cudaMemcpyDeviceToHost, s));
+    TF_CK(cudaStreamSynchronize(s));
   }
 
   Tensor attend(std::span<const StreamRows> runs, int layer, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -605,6 +659,8 @@ class CudaBackendImpl final : public CudaBackend {
   std::shared_ptr<DeviceIdSlots> id_slots_ = std::make_shared<DeviceIdSlots>();
   int pieces_ = 0;  // pieces of the step being recorded queued so far
   std::map<std::string, float*> rope_tables_;
+  std::mutex host_matmul_mutex_;  // host_matmul's stream (image encoders on the server's threads)
+  cudaStream_t host_matmul_stream_ = nullptr;
   std::unique_ptr<TapeRunner> runner_;  // runs the tapes; reset in the destructor before stream_ goes
 };
 

@@ -69,6 +69,8 @@ enum class Kind {
   RmsNormHeads, HeadColumns, SigmoidGate, ConcatColumns, GdnConv, GdnRecurrence,
   // tensor parallelism: a sum over the ranks (CudaBackend::all_reduce_sum)
   AllReduce,
+  // image inputs: an image's embeddings over its placeholder rows (Backend::replace_rows)
+  ReplaceRows,
   Count
 };
 
@@ -84,13 +86,17 @@ struct Op {
   // hold placeholders; `fed` keeps them alive.
   const std::int32_t* ids_dev = nullptr;
   std::shared_ptr<const void> fed;
-  std::vector<float> host;  // Upload
+  std::vector<float> host;  // Upload; ReplaceRows: the new rows' values (its `ids`: their row indices)
   std::shared_ptr<const StreamReduce> reduce;  // AllReduce
   float eps = 0.0f;
   int heads = 0, head_dim = 0;
   const float* inv_freq = nullptr;
   bool interleaved = false;
   int rotary = 0;  // Rope: the dims of a head that turn (partial RoPE); 0: all of them
+  // Rope with M-RoPE positions (a stream with images): (t, h, w) of every row in row order (a dyn value), and
+  // which pairs turn with h and w; empty: every row at its run's start + i.
+  std::vector<std::int64_t> mrope;
+  cuda::MropeSections mrope_sections;
   int col_offset = 0, col_width = 0;  // HeadColumns: head_dim holds the block of columns a head has
   // GdnConv and GdnRecurrence: the layer's shape and parameters, and each row slot's state buffers (dyn
   // values: which of a stream's two buffers a call reads is decided when it is recorded); `holds` keeps the

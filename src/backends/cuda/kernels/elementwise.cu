@@ -36,6 +36,15 @@ __global__ void copy_kernel(const float* __restrict__ in, float* __restrict__ ou
     out[i] = in[i];
 }
 
+__global__ void scatter_rows_kernel(const float* __restrict__ values, const std::int32_t* __restrict__ rows,
+                                    std::int64_t n, std::int64_t cols, float* __restrict__ out) {
+  pdl_launch();
+  pdl_wait();
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n * cols;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    out[static_cast<std::int64_t>(rows[i / cols]) * cols + i % cols] = values[i];
+}
+
 __global__ void sigmoid_gate_kernel(const float* __restrict__ x, const float* __restrict__ g, float* __restrict__ out,
                                     std::int64_t n) {
   pdl_launch();
@@ -141,6 +150,13 @@ void copy_rows(const float* x, std::int64_t first, std::int64_t n, std::int64_t 
   if (n <= 0) return;
   launch_pdl(copy_kernel, dim3(grid_for(n * cols)), dim3(256), 0, s, x + first * cols, out, n * cols);
   check_launch("copy_rows");
+}
+
+void scatter_rows(const float* values, const std::int32_t* rows, std::int64_t n, std::int64_t cols, float* out,
+                  cudaStream_t s) {
+  if (n <= 0 || cols <= 0) return;
+  launch_pdl(scatter_rows_kernel, dim3(grid_for(n * cols)), dim3(256), 0, s, values, rows, n, cols, out);
+  check_launch("scatter_rows");
 }
 
 void sigmoid_gate(const float* x, const float* gate, float* out, std::int64_t n, cudaStream_t s) {

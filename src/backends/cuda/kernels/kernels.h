@@ -167,6 +167,10 @@ void add(const float* a, const float* b, float* out, std::int64_t n, cudaStream_
 void swiglu(const float* gate, const float* up, float* out, std::int64_t n, cudaStream_t s);
 // Copies rows [first, first + n) of x [*, cols] into out [n, cols].
 void copy_rows(const float* x, std::int64_t first, std::int64_t n, std::int64_t cols, float* out, cudaStream_t s);
+// out [*, cols] row rows[j] = values[j * cols ..) for j < n (an image's embeddings over its placeholder rows);
+// the other rows of out are left as they are.
+void scatter_rows(const float* values, const std::int32_t* rows, std::int64_t n, std::int64_t cols, float* out,
+                  cudaStream_t s);
 // out = x * sigmoid(gate), elementwise (output-gated attention).
 void sigmoid_gate(const float* x, const float* gate, float* out, std::int64_t n, cudaStream_t s);
 // out [rows, heads * width]: columns offset .. offset + width - 1 of each of the `heads` blocks of `block`
@@ -185,8 +189,14 @@ void embed(const WeightView& table, const std::int32_t* ids, std::int64_t rows, 
 // dims turn (partial RoPE: Qwen3.5 turns a quarter of them), the rest are copied; inv_freq[i] (device,
 // rotary/2 values) is the angle per position of pair i, freq factors folded in. Pairs (2i, 2i+1) when
 // interleaved, else (i, i + rotary/2).
+// M-RoPE (mrope.axes == 3): pos holds (t, h, w) for each row and pair i turns with h where i % 3 == 1 and
+// i < 3 * mrope.h, with w where i % 3 == 2 and i < 3 * mrope.w, else with t (RopeSpec::mrope_section).
+struct MropeSections {
+  int axes = 1;  // 1: one position a row; 3: (t, h, w)
+  int h = 0, w = 0;
+};
 void rope(const float* x, float* out, std::int64_t rows, int heads, int head_dim, int rotary, const std::int64_t* pos,
-          const float* inv_freq, bool interleaved, cudaStream_t s);
+          const float* inv_freq, bool interleaved, cudaStream_t s, MropeSections mrope = {});
 
 // ---- Gated DeltaNet (Qwen3.5's linear-attention layers; gated_delta.cu) ---------------------------------
 // A layer's shape: value heads share key heads in consecutive groups; the conv spans conv_kernel positions.

@@ -57,7 +57,7 @@ void need_buffers(const Op& op, LaunchBufferNeeds& need) {
 
 // rope(q), rope(k) read only by this attend: in a decode call the attention kernel rotates both and
 // writes the cache itself (one launch); in a prefill call rope_kv_write does, then the attention. Partial
-// RoPE (Qwen3.5) is not fused: those kernels turn whole heads.
+// RoPE (Qwen3.5) and M-RoPE are not fused: those kernels turn whole heads, each row by one position.
 void fuse_producers(FusionState& f, int i) {
   const std::vector<Op>& ops = f.ops;
   const std::vector<char>& esc = f.esc;
@@ -73,6 +73,7 @@ void fuse_producers(FusionState& f, int i) {
       readers[U(rq)].size() == 1 && readers[U(rk)].size() == 1 && !esc[U(rq)] && !esc[U(rk)] &&
       ops[U(rq)].runs == op.runs && ops[U(rk)].runs == op.runs && ops[U(rq)].inv_freq == ops[U(rk)].inv_freq &&
       ops[U(rq)].interleaved == ops[U(rk)].interleaved && ops[U(rq)].rotary == 0 && ops[U(rk)].rotary == 0 &&
+      ops[U(rq)].mrope.empty() && ops[U(rk)].mrope.empty() &&
       ops[U(rq)].head_dim == op.attn.head_dim &&
       ops[U(rk)].head_dim == op.attn.head_dim && ops[U(rq)].heads == op.attn.heads &&
       ops[U(rk)].heads == op.attn.kv_heads) {

@@ -11,7 +11,8 @@ const OpDescriptor& op_descriptor(Kind kind) {
       &embed_op,          &rms_norm_op,        &linear_op,        &add_op,
       &swiglu_op,         &rope_op,            &attend_op,        &last_rows_op,
       &upload_op,         &rms_norm_heads_op,  &head_columns_op,  &sigmoid_gate_op,
-      &concat_columns_op, &gdn_conv_op,        &gdn_recurrence_op, &all_reduce_op};
+      &concat_columns_op, &gdn_conv_op,        &gdn_recurrence_op, &all_reduce_op,
+      &replace_rows_op};
   return *kTable[static_cast<std::size_t>(kind)];
 }
 

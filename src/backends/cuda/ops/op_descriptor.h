@@ -77,6 +77,6 @@ const OpDescriptor& op_descriptor(Kind kind);
 // The descriptors, one in each file of this folder, in Kind's order in op_descriptor.cpp's table.
 extern const OpDescriptor embed_op, rms_norm_op, linear_op, add_op, swiglu_op, rope_op, attend_op, last_rows_op,
     upload_op, rms_norm_heads_op, head_columns_op, sigmoid_gate_op, concat_columns_op, gdn_conv_op, gdn_recurrence_op,
-    all_reduce_op;
+    all_reduce_op, replace_rows_op;
 
 }  // namespace tf::cuda_internal

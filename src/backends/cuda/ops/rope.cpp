@@ -11,6 +11,10 @@ namespace {
 OpShape out_shape(const Op& op) { return {op.a->rows, op.a->cols}; }
 
 void put_dyn(const Op& op, DynWriter& dyn, DynRefs& ref) {
+  if (!op.mrope.empty()) {
+    ref.pos = dyn.put(op.mrope.data(), op.mrope.size() * 8);
+    return;
+  }
   std::int64_t pos[cuda::kMaxDecodeRows];
   std::vector<std::int64_t> big;
   std::int64_t* p = pos;
@@ -34,12 +38,24 @@ void launch(const LaunchContext& c, const Step& st) {
   const float* inv = op.inv_freq;
   const bool il = op.interleaved;
   const int rotary = op.rotary != 0 ? op.rotary : hd;
-  c.launches.push_back({[=](cudaStream_t s) { cuda::rope(a, out, rows, heads, hd, rotary, pos, inv, il, s); }});
+  const cuda::MropeSections mrope = op.mrope.empty() ? cuda::MropeSections{} : op.mrope_sections;
+  c.launches.push_back({[=](cudaStream_t s) { cuda::rope(a, out, rows, heads, hd, rotary, pos, inv, il, s, mrope); }});
+}
+
+// M-RoPE takes three positions a row from the dyn block, and its sections.
+std::uint64_t signature_word(const Op& op) {
+  if (op.mrope.empty()) return 0;
+  return 1u | static_cast<std::uint64_t>(op.mrope_sections.h) << 8 |
+         static_cast<std::uint64_t>(op.mrope_sections.w) << 24;
 }
 
 }  // namespace
 
-constinit const OpDescriptor rope_op{
-    .kind = Kind::Rope, .name = "rope", .out_shape = out_shape, .put_dyn = put_dyn, .launch = launch};
+constinit const OpDescriptor rope_op{.kind = Kind::Rope,
+                                     .name = "rope",
+                                     .out_shape = out_shape,
+                                     .put_dyn = put_dyn,
+                                     .signature_word = signature_word,
+                                     .launch = launch};
 
 }  // namespace tf::cuda_internal
