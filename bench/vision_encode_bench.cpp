@@ -1,7 +1,8 @@
-// The CPU time to encode one image with a Qwen3.5-sized vision tower (depth 27, hidden 1152, 16 heads, MLP 4304,
-// patch 16, merge 2, out 5120: Qwen3.8-27B's vision_config) on random weights: decoding + preprocessing of a
-// WIDTHxHEIGHT PNG, then the tower on the MLX backend's host matmul. Results go to docs/vision.md.
-//   tf_vision_encode_bench [WIDTH HEIGHT]   (default 1024 1024)
+// The time to encode one image with a Qwen3.5-sized vision tower (depth 27, hidden 1152, 16 heads, MLP 4304,
+// patch 16, merge 2, out 5120: Qwen3.8-27B's vision_config) on random weights: preprocessing of a WIDTHxHEIGHT
+// image, then the tower on BACKEND's host matmul (mlx: the CPU's BLAS; cuda: the GPU's float32 GEMM, the
+// weights sent from the host each product). Results go to docs/vision.md.
+//   tf_vision_encode_bench [WIDTH HEIGHT [BACKEND]]   (default 1024 1024 mlx)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -81,7 +82,7 @@ int main(int argc, char** argv) {
     sizes[b + "mlp.linear_fc2.bias"] = h;
   }
   RandomWeights reader(sizes);
-  auto backend = tf::make_backend("mlx");
+  auto backend = tf::make_backend(argc > 3 ? argv[3] : "mlx");
   tf::WeightSource ws(reader, *backend);
   tf::Backend* b = backend.get();
   const tf::VisionTower tower(
@@ -97,14 +98,24 @@ int main(int argc, char** argv) {
   pre.min_pixels = 65536;
   pre.max_pixels = 16777216;
   pre.mean = pre.std = {0.5f, 0.5f, 0.5f};
+  // A first, small image first: the backend's start-up (CUDA's context, its kernels' first load) is not an
+  // image's cost.
+  {
+    tf::vision::RgbImage warm{64, 64, std::vector<std::uint8_t>(64 * 64 * 3, 128), tf::vision::ImageFormat::png};
+    tf::vision::PreprocessorConfig p = pre;
+    p.min_pixels = 4096;
+    const auto wp = tf::vision::preprocess_image(warm, p);
+    (void)tower.encode(wp.values, wp.grid_h, wp.grid_w);
+  }
   const auto t0 = std::chrono::steady_clock::now();
   const auto px = tf::vision::preprocess_image(img, pre);
   const auto t1 = std::chrono::steady_clock::now();
   const auto out = tower.encode(px.values, px.grid_h, px.grid_w);
   const auto t2 = std::chrono::steady_clock::now();
   const auto secs = [](auto a, auto z) { return std::chrono::duration<double>(z - a).count(); };
-  std::printf("%ux%u: %lld patches -> %lld tokens; preprocess %.3f s, tower %.2f s (weights %.2f GiB float32)\n", width,
-              height, static_cast<long long>(px.patches()), static_cast<long long>(px.tokens(2)), secs(t0, t1),
-              secs(t1, t2), static_cast<double>(tower.bytes()) / (1u << 30));
+  std::printf("%ux%u on %s: %lld patches -> %lld tokens; preprocess %.3f s, tower %.2f s (weights %.2f GiB float32)\n",
+              width, height, backend->name().c_str(), static_cast<long long>(px.patches()),
+              static_cast<long long>(px.tokens(2)), secs(t0, t1), secs(t1, t2),
+              static_cast<double>(tower.bytes()) / (1u << 30));
   return out.empty() ? 1 : 0;
 }

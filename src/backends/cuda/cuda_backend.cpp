@@ -53,6 +53,9 @@ class CudaBackendImpl final : public CudaBackend {
     cudaFreeHost(stage_);
     cudaFree(greedy_scratch_);
     for (auto& [k, p] : rope_tables_) cudaFree(p);
+    host_mm_x_.reset();
+    host_mm_w_.reset();
+    host_mm_y_.reset();
     if (host_matmul_stream_ != nullptr) cudaStreamDestroy(host_matmul_stream_);
     cudaStreamDestroy(stream_);
   }
@@ -349,9 +352,10 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   // An image encoder's products (blocks/vision_tower.h) on the device's float32 GEMM (the dense prefill
-  // kernel: a pure function of x and w), outside the tape: its own stream and memory, so the server's HTTP
-  // threads can encode images while the engine's thread decodes. w comes from the host each call (the tower's
-  // weights stay in host memory; 27B's tower streams ~1.6 GB an image).
+  // kernel: a pure function of x and w), outside the tape: its own stream and buffers (kept, grown to the
+  // largest product seen), so the server's HTTP threads can encode images while the engine's thread decodes.
+  // w comes from the host each call: the tower's weights stay in host memory (27B's tower sends ~1.6 GB an
+  // image), and so do the attention's scores between its two products (docs/vision.md).
   void host_matmul(const float* x, std::int64_t rows, const float* w, std::int64_t out, std::int64_t in,
                    float* y) override {
     use_device();
@@ -359,18 +363,31 @@ class CudaBackendImpl final : public CudaBackend {
     const std::lock_guard<std::mutex> lock(host_matmul_mutex_);
     if (host_matmul_stream_ == nullptr) TF_CK(cudaStreamCreateWithFlags(&host_matmul_stream_, cudaStreamNonBlocking));
     const cudaStream_t s = host_matmul_stream_;
-    DeviceBlob dx(static_cast<std::size_t>(rows * in) * 4, cuda::ElemType::F32),
-        dw(static_cast<std::size_t>(out * in) * 4, cuda::ElemType::F32),
-        dy(static_cast<std::size_t>(rows * out) * 4, cuda::ElemType::F32);
-    TF_CK(cudaMemcpyAsync(dx.ptr, x, dx.bytes, cudaMemcpyHostToDevice, s));
-    TF_CK(cudaMemcpyAsync(dw.ptr, w, dw.bytes, cudaMemcpyHostToDevice, s));
+    auto room = [](std::unique_ptr<DeviceBlob>& b, std::int64_t floats) {
+      const auto bytes = static_cast<std::size_t>(floats) * 4;
+      if (!b || b->bytes < bytes) b = std::make_unique<DeviceBlob>(bytes, cuda::ElemType::F32);
+      return b->ptr;
+    };
+    // The GEMM steps through k 16 at a time: x and w go to the device with their rows padded by zeros to a
+    // multiple of 16 (a head's 72 dims, an image's patch count), which add exact zeros to every sum.
+    const std::int64_t kp = (in + 15) / 16 * 16;
+    void* dx = room(host_mm_x_, rows * kp);
+    void* dw = room(host_mm_w_, out * kp);
+    void* dy = room(host_mm_y_, rows * out);
+    const auto pitch = static_cast<std::size_t>(kp) * 4, width = static_cast<std::size_t>(in) * 4;
+    if (kp != in) {
+      TF_CK(cudaMemsetAsync(dx, 0, static_cast<std::size_t>(rows) * pitch, s));
+      TF_CK(cudaMemsetAsync(dw, 0, static_cast<std::size_t>(out) * pitch, s));
+    }
+    TF_CK(cudaMemcpy2DAsync(dx, pitch, x, width, width, static_cast<std::size_t>(rows), cudaMemcpyHostToDevice, s));
+    TF_CK(cudaMemcpy2DAsync(dw, pitch, w, width, width, static_cast<std::size_t>(out), cudaMemcpyHostToDevice, s));
     WeightView v;
-    v.data = dw.ptr;
+    v.data = dw;
     v.rows = out;
-    v.cols = in;
+    v.cols = kp;
     v.dtype = cuda::ElemType::F32;
-    cuda::prefill_linear(static_cast<const float*>(dx.ptr), in, rows, v, static_cast<float*>(dy.ptr), out, s);
-    TF_CK(cudaMemcpyAsync(y, dy.ptr, dy.bytes, cudaMemcpyDeviceToHost, s));
+    cuda::prefill_linear(static_cast<const float*>(dx), kp, rows, v, static_cast<float*>(dy), out, s);
+    TF_CK(cudaMemcpyAsync(y, dy, static_cast<std::size_t>(rows * out) * 4, cudaMemcpyDeviceToHost, s));
     TF_CK(cudaStreamSynchronize(s));
   }
 
@@ -659,8 +676,9 @@ class CudaBackendImpl final : public CudaBackend {
   std::shared_ptr<DeviceIdSlots> id_slots_ = std::make_shared<DeviceIdSlots>();
   int pieces_ = 0;  // pieces of the step being recorded queued so far
   std::map<std::string, float*> rope_tables_;
-  std::mutex host_matmul_mutex_;  // host_matmul's stream (image encoders on the server's threads)
+  std::mutex host_matmul_mutex_;  // host_matmul's stream and buffers (image encoders on the server's threads)
   cudaStream_t host_matmul_stream_ = nullptr;
+  std::unique_ptr<DeviceBlob> host_mm_x_, host_mm_w_, host_mm_y_;
   std::unique_ptr<TapeRunner> runner_;  // runs the tapes; reset in the destructor before stream_ goes
 };
 
