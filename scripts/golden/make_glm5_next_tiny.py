@@ -434,7 +434,8 @@ WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the weather forecast for a city.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
                    "required": ["city"]}}}
-CALL = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}}
+CALL = {"id": "call_1", "type": "function",
+        "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}}
 CHAT_CASES = [
     ("thinking on (default)", [{"role": "user", "content": "Hello, who are you?"}], None, {}),
     ("thinking off", [{"role": "user", "content": "Hello, who are you?"}], None, {"enable_thinking": False}),
@@ -620,7 +621,8 @@ def main():
     # ... and the MTP layer (model.layers.5.*), num_nextn_predict_layers 1, with its own golden
     log("MTP layer:")
     mtp = make_mtp()
-    flat.update({k: v.to(torch.float32 if k.endswith(KEEP_F32) else torch.bfloat16).contiguous() for k, v in mtp.items()})
+    flat.update({k: v.to(torch.float32 if k.endswith(KEEP_F32) else torch.bfloat16).contiguous()
+                 for k, v in mtp.items()})
     save_file(flat, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
     fc = {k: v for k, v in TEXT.items()
           if k not in ("linear_head_dim", "linear_num_heads", "linear_conv_kernel_dim", "linear_lower_bound",

@@ -4,8 +4,9 @@ as llama.cpp's Q4_K_M GGUF (tests/goldens/qwen3_5/gguf: its tokenizer and chat t
 tests/goldens/nemotron_h/bf16 (a tiny random nemotron_h: an attention then an experts MTP sublayer; Mamba-2
 state, so every rejected draft rolls the Mamba-2 layers back) and tests/goldens/glm5_next/flat (a tiny random
 glm5_next: a latent-attention + experts MTP layer whose KPool indexer keeps its own rows; a rejected draft rolls
-the Kimi delta attention state back and truncates the latent and indexer rows of the model and of the head). For every case the token ids with MTP drafts equal those with `"draft": false` and
-those of the same request run while three others draft beside it (--parallel 4, shared rounds: each stream has
+the Kimi delta attention state back and truncates the latent and indexer rows of the model and of the head). For
+every case the token ids with MTP drafts equal those with `"draft": false` and those of the same request run while
+three others draft beside it (--parallel 4, shared rounds: each stream has
 its own MTP state), at temperatures 0, 0.7 and 1.0. Prints drafted and accepted counts and the acceptance rate
 per sampling setting.
 
