@@ -36,7 +36,8 @@ def shared_after_kda(c):
 
 CASES = [
     ("rope", setter("qk_rope_head_dim", 16),
-     "'qk_rope_head_dim' > 0 (a rotary part in latent attention) is not served yet: GLM-5.3 uses 0"),
+     "'qk_rope_head_dim' > 0 (a rotary part in latent attention) is not served: GLM-5.3's latent attention is NoPE "
+     "(transformers' glm5_next refuses a RoPE part too)"),
     ("activation", setter("hidden_act", "gelu"), "hidden_act 'gelu' is not read (silu is)"),
     ("shared_first", shared_after_kda,
      "layer 1 shares an indexer, but the layer before it is not a latent-attention layer with its own indexer"),

@@ -11,7 +11,7 @@
 // KPool indexer, post_attention_layernorm, experts (the dense MLP where the layer has no router), then
 // shared_head.norm; the embedded row of position 0 is zeroed. The model serves it as its draft head
 // (blocks/mtp_head.h).
-// Not read yet: other quantized checkpoints (NVFP4 refused), qk_rope_head_dim > 0.
+// Not read yet: other quantized checkpoints (NVFP4 refused). qk_rope_head_dim > 0 is refused: the reference is NoPE.
 #include "families/glm5_next/glm5_next.h"
 
 #include <nlohmann/json.hpp>
@@ -160,7 +160,9 @@ Glm5NextConfig read_config(const nlohmann::json& top, const std::string& path) {
   m.nope_dim = static_cast<int>(r.integer("qk_nope_head_dim"));
   m.v_dim = static_cast<int>(r.integer("v_head_dim"));
   if (r.count("qk_rope_head_dim", 0) != 0)
-    r.fail("'qk_rope_head_dim' > 0 (a rotary part in latent attention) is not served yet: GLM-5.3 uses 0");
+    r.fail(
+        "'qk_rope_head_dim' > 0 (a rotary part in latent attention) is not served: GLM-5.3's latent attention is "
+        "NoPE (transformers' glm5_next refuses a RoPE part too)");
   KpoolIndexerConfig& ix = m.indexer;
   ix.hidden = c.hidden;
   ix.q_rank = m.q_rank;
