@@ -1,5 +1,7 @@
 #include "blocks/mtp_head.h"
 
+#include <algorithm>
+
 namespace tf {
 
 void MtpHead::load_fusion(WeightSource& src, const std::string& norm_embedding_name,
@@ -22,10 +24,37 @@ AttentionSpec MtpHead::kv_shape() const {
   return {};
 }
 
+std::vector<HostRowLayer> MtpHead::host_row_layers() const {
+  std::vector<HostRowLayer> out;
+  for (const auto& l : layers)
+    if (const auto* m = std::get_if<MlaBlock>(&l.mixer)) {
+      if (out.size() <= static_cast<std::size_t>(l.slot)) out.resize(static_cast<std::size_t>(l.slot) + 1);
+      out[static_cast<std::size_t>(l.slot)] = {m->log_width()};
+    }
+  return out;
+}
+
 Tensor MtpHead::forward(Backend& b, const Tensor& embedded, const Tensor& hidden,
                         std::span<const StreamRows> runs) const {
-  Tensor x =
-      b.linear(b.concat_columns(b.rms_norm(embedded, norm_embedding, eps), b.rms_norm(hidden, norm_hidden, eps)), fc);
+  Tensor e = embedded;
+  if (zero_first_embedding) {
+    // Only a stream's first call holds position 0: one round trip through the host there, none after.
+    std::int64_t row = 0, n = 0;
+    std::vector<std::int64_t> first;
+    for (const auto& run : runs) {
+      if (run.start == 0 && run.rows > 0) first.push_back(row);
+      row += run.rows;
+    }
+    n = row;
+    if (!first.empty()) {
+      std::vector<float> v = b.to_host(embedded);
+      const std::size_t width = v.size() / static_cast<std::size_t>(n);
+      for (const std::int64_t r : first)
+        std::fill_n(v.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r) * width), width, 0.0f);
+      e = b.from_host(v, n, static_cast<std::int64_t>(width));
+    }
+  }
+  Tensor x = b.linear(b.concat_columns(b.rms_norm(e, norm_embedding, eps), b.rms_norm(hidden, norm_hidden, eps)), fc);
   for (const auto& l : layers) x = l.forward(b, x, runs, eps);
   return b.rms_norm(x, final_norm, eps);
 }

@@ -329,6 +329,8 @@ ModelSummary summarize_hf(const std::string& dir) {
     const auto w = ck.find(module + ".weight");
     return q && w.tensor != nullptr && w.tensor->dtype == StDType::U32 && ck.find(module + ".scales").tensor != nullptr;
   };
+  // DeepSeek-style MTP layers (GLM-5.3) follow the body as layers.{num_hidden_layers}.*.
+  const std::string mtp_layer = s.layers > 0 ? "layers." + std::to_string(s.layers) + "." : std::string();
   for (const auto& loc : ck.all_tensors()) {
     const StTensor& tensor = *loc.tensor;
     ++s.tensor_types[std::string(st_dtype_name(tensor.dtype))];
@@ -344,7 +346,10 @@ ModelSummary summarize_hf(const std::string& dir) {
       if (const auto spec = q->spec_for(module); spec && spec->bits > 0)
         n = n * 32 / static_cast<std::uint64_t>(spec->bits);
     s.parameters += n;
-    if (tensor.name.starts_with("mtp.")) s.mtp_parameters += n;
+    if (tensor.name.starts_with("mtp.") ||
+        (!mtp_layer.empty() && (tensor.name.starts_with("model." + mtp_layer) ||
+                                tensor.name.starts_with("model.language_model." + mtp_layer))))
+      s.mtp_parameters += n;
     if (tensor.name.starts_with("model.visual.")) s.vision_parameters += n;
   }
   s.tensor_count = ck.all_tensors().size();

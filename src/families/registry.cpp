@@ -35,7 +35,7 @@ constexpr const char* kQwen4ExpWorks =
 // The one list of served architectures: load_model() dispatches on it, and `pull`, `serve REPO`, `models` and
 // `info` ask it (servable.h) before any weight is read or downloaded. A new family is one line here.
 constexpr const char* kGlm5NextWorks =
-    "serves Hugging Face bf16, block-FP8 and MLX affine safetensors on MLX (not CUDA or MTP drafting yet)";
+    "serves Hugging Face bf16, block-FP8 and MLX affine safetensors on MLX, its MTP layer drafting (not CUDA yet)";
 
 constexpr std::array<Family, 11> kFamilies{{
     {"llama", "llama", load_llama, "serves on MLX and CUDA"},

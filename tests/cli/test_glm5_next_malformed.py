@@ -2,7 +2,8 @@
 config.json and the key (or the checkpoint and the tensor), exit 1: a rotary part in latent attention, an activation
 not read, a shared indexer layer with no full indexer layer before it, an index_topk of part pools, a tail that is
 not attended, key/value groups, a decay bound that is not negative, a layer_types list of the wrong length, NVFP4
-and FP8 without blocks, float8 weights without their scales, and weights the config's sizes disagree with."""
+and FP8 without blocks, float8 weights without their scales, weights the config's sizes disagree with, and an MTP
+layer that is not latent attention."""
 import json
 import shutil
 from pathlib import Path
@@ -35,7 +36,8 @@ def shared_after_kda(c):
 
 CASES = [
     ("rope", setter("qk_rope_head_dim", 16),
-     "'qk_rope_head_dim' > 0 (a rotary part in latent attention) is not served yet: GLM-5.3 uses 0"),
+     "'qk_rope_head_dim' > 0 (a rotary part in latent attention) is not served: GLM-5.3's latent attention is NoPE "
+     "(transformers' glm5_next refuses a RoPE part too)"),
     ("activation", setter("hidden_act", "gelu"), "hidden_act 'gelu' is not read (silu is)"),
     ("shared_first", shared_after_kda,
      "layer 1 shares an indexer, but the layer before it is not a latent-attention layer with its own indexer"),
@@ -84,3 +86,20 @@ def test_serve_refuses_weights_of_another_shape(tmp_path, tensorfold, serving_bu
     d = edited_copy(tmp_path, setter("linear_num_heads", 4))
     assert_clean_failure(tensorfold("serve", d, "--port", "0"), d,
                          "model.language_model.layers.0.self_attn.q_proj.weight", command="serve")
+
+
+def test_serve_refuses_an_mtp_layer_that_is_not_latent_attention(tmp_path, tensorfold, serving_build):
+    """The MTP layer (flat: model.layers.5.*) is served as latent attention + experts; one without latent attention
+    (a KDA layer, say) would need a rollback of its own: one line naming the layer."""
+    d = tmp_path / "ckpt"
+    shutil.copytree(GOLDEN.parent / "flat", d)
+    data = (d / "model.safetensors").read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    header = data[8:8 + n].decode()
+    name = "model.layers.5.self_attn.kv_a_proj_with_mqa.weight"
+    assert name in header
+    patched = header.replace(name, name.replace("kv_a_proj", "kv_x_proj"))
+    (d / "model.safetensors").write_bytes(data[:8] + patched.encode() + data[8 + n:])
+    assert_clean_failure(tensorfold("serve", d, "--port", "0"), d,
+                         "the MTP layer model.layers.5.* is not a latent-attention layer: only such a head is served",
+                         command="serve")

@@ -7,6 +7,7 @@ GGUF's numbers are also checked against what the `gguf` package reads from the s
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import struct
@@ -436,6 +437,18 @@ def test_info_counts_nemotron_h_parameters_total_mtp_and_active(tensorfold, vari
         want += f" ({mtp} of them the MTP head's, run only to draft)"
     want += f"; active per token {total - mtp - routed + active_routed} (routed experts: top-k of each layer's)"
     assert info_ok(tensorfold, golden)["parameters"] == [want]
+
+
+def test_info_counts_the_glm5_next_mtp_layer_apart(tensorfold):
+    """GLM-5.3's MTP layer is layers.{num_hidden_layers}.* (flat: model.layers.5.*): its parameters are the MTP
+    head's, apart from the body's; the bf16 variant has none."""
+    root = Path(__file__).resolve().parents[1] / "goldens" / "glm5_next"
+    raw = (root / "flat" / "model.safetensors").read_bytes()
+    header = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
+    mtp = sum(math.prod(t["shape"]) for k, t in header.items() if k.startswith("model.layers.5."))
+    assert mtp > 0
+    assert f"({mtp} of them the MTP head's, run only to draft)" in info_ok(tensorfold, root / "flat")["parameters"][0]
+    assert "MTP head" not in info_ok(tensorfold, root / "bf16")["parameters"][0]
 
 
 @pytest.mark.parametrize("quant", ["F16", "Q8_0", "Q4_K_M"])

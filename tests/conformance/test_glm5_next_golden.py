@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .qwen3_5_golden_check import check_variant
+from .qwen3_5_golden_check import check_mtp, check_variant
 
 GOLDENS = Path(__file__).resolve().parents[1] / "goldens" / "glm5_next"
 LOGIT_TOL = 1e-5  # float32 on the CPU against float64; the observed worst is printed
@@ -22,5 +22,11 @@ LOGIT_TOL = 1e-5  # float32 on the CPU against float64; the observed worst is pr
 @pytest.mark.parametrize("variant", ["bf16", "flat", "fp8", "mlx-4bit"])
 def test_glm5_next_matches_transformers(variant, build_dir, tmp_path, capsys):
     summary = check_variant(build_dir / "tf_greedy_tool", GOLDENS / variant, LOGIT_TOL, tmp_path, family="glm5_next")
+    with capsys.disabled():
+        print(f"\n{summary}")
+
+
+def test_glm5_next_mtp_head_matches_reference(build_dir, tmp_path, capsys):
+    summary = check_mtp(build_dir / "tf_mtp_tool", LOGIT_TOL, tmp_path, GOLDENS / "flat", family="glm5_next")
     with capsys.disabled():
         print(f"\n{summary}")

@@ -2,8 +2,11 @@
 (a tiny random qwen3_5 checkpoint: one gated-attention + SwiGLU MTP layer; Gated DeltaNet state), the same checkpoint
 as llama.cpp's Q4_K_M GGUF (tests/goldens/qwen3_5/gguf: its tokenizer and chat template from the GGUF metadata) and
 tests/goldens/nemotron_h/bf16 (a tiny random nemotron_h: an attention then an experts MTP sublayer; Mamba-2
-state, so every rejected draft rolls the Mamba-2 layers back). For every case the token ids with MTP drafts equal those with `"draft": false` and
-those of the same request run while three others draft beside it (--parallel 4, shared rounds: each stream has
+state, so every rejected draft rolls the Mamba-2 layers back) and tests/goldens/glm5_next/flat (a tiny random
+glm5_next: a latent-attention + experts MTP layer whose KPool indexer keeps its own rows; a rejected draft rolls
+the Kimi delta attention state back and truncates the latent and indexer rows of the model and of the head). For
+every case the token ids with MTP drafts equal those with `"draft": false` and those of the same request run while
+three others draft beside it (--parallel 4, shared rounds: each stream has
 its own MTP state), at temperatures 0, 0.7 and 1.0. Prints drafted and accepted counts and the acceptance rate
 per sampling setting.
 
@@ -30,9 +33,10 @@ from .test_qwen3_5_serving import PROMPTS, SEEDS, drafted_serial_concurrent  # t
 GOLDENS = Path(__file__).resolve().parents[1] / "goldens" / "qwen3_5"
 CHECKPOINTS = {"qwen3_5": GOLDENS / "bf16-mtp",
                "qwen3_5_gguf": GOLDENS / "gguf" / "qwen3_5-tiny-Q4_K_M.gguf",
-               "nemotron_h": Path(__file__).resolve().parents[1] / "goldens" / "nemotron_h" / "bf16"}
+               "nemotron_h": Path(__file__).resolve().parents[1] / "goldens" / "nemotron_h" / "bf16",
+               "glm5_next": Path(__file__).resolve().parents[1] / "goldens" / "glm5_next" / "flat"}
 if os.environ.get("TF_E2E_BACKEND") == "cuda":  # the device suite: these do not run on CUDA yet
-    del CHECKPOINTS["nemotron_h"], CHECKPOINTS["qwen3_5_gguf"]
+    del CHECKPOINTS["nemotron_h"], CHECKPOINTS["qwen3_5_gguf"], CHECKPOINTS["glm5_next"]
 SAMPLING = [
     {"temperature": 0.0},
     {"temperature": 0.7},

@@ -10,7 +10,11 @@ exact drafting through recurrent state, sliding windows, the indexers' rows and 
 and every case the token ids
 with drafts (context copies) equal those with `"draft": false` and those of the same request run while three
 others run beside it (--parallel 4, shared rounds), at temperatures 0, 0.7 and 1.0; drafts are really accepted
-and rejected (a rejection rolls the recurrent state back inside its window). Prints the acceptance rate."""
+and rejected (a rejection rolls the recurrent state back inside its window). Prints the acceptance rate.
+The random models' free replies barely repeat, so copies are rarely proposed (glm5_next's: never); the biased cases
+(test_biased_copies_are_accepted_and_rejected) put a logit_bias on three letters, so that replies are strings of
+them which repeat what came before: copies are proposed and, where sampling picks another letter, rejected mid-
+window, in every family's state (Kimi delta attention and the indexers' rows for glm5_next)."""
 
 from __future__ import annotations
 
@@ -66,7 +70,7 @@ def generate(client, model, prompt, sampling, seed, draft):
         model=model, messages=[{"role": "user", "content": prompt}], max_tokens=MAX_TOKENS, seed=seed,
         extra_body={"draft": draft, "return_token_ids": True,
                     **{k: v for k, v in sampling.items() if k in ("top_k", "min_p")}},
-        **{k: v for k, v in sampling.items() if k in ("temperature", "top_p")})
+        **{k: v for k, v in sampling.items() if k in ("temperature", "top_p", "logit_bias")})
     return r.choices[0].model_extra["token_ids"], r.usage.model_extra["tensorfold"]
 
 
@@ -135,9 +139,9 @@ def test_drafts_were_accepted_and_rejected(family_server, capsys):
               f"{totals['accepted']} accepted ({rate:.0%}); {totals['rejected_rounds']} cases with rejected drafts")
     if family_server.family == "glm5_next" and totals["drafted"] == 0:
         # The tiny glm5_next's random replies repeat no pair of tokens, so context copies propose nothing (0 drafted
-        # when written): its rollbacks are the golden check's forced verify windows (tests/conformance/
-        # test_glm5_next_golden.py: 9 rejected mid-window, every row equal to serial) and the load-time row check
-        # of every verify width, which sampling at any temperature rests on (a keyed sample of equal rows).
+        # when written): its rollbacks through the server are the biased cases below, besides the golden check's
+        # forced verify windows (tests/conformance/test_glm5_next_golden.py: 9 rejected mid-window, every row equal
+        # to serial) and the load-time row check of every verify width.
         assert "verify windows 2..9 equal serial decoding bit for bit" in family_server.report
         return
     assert totals["rejected_rounds"] > 0
@@ -147,3 +151,41 @@ def test_drafts_were_accepted_and_rejected(family_server, capsys):
     # serial).
     if family_server.family not in ("gemma4", "qwen4_exp"):
         assert totals["accepted"] > 0
+
+
+BIASED_SAMPLING = [{"temperature": 0.0}, {"temperature": 0.7}, {"temperature": 1.0}]
+BIASED_CASES = list(itertools.product(range(len(BIASED_SAMPLING)), SEEDS))
+LETTERS = ("x", "y", "z")
+_biased = {f: {"drafted": 0, "accepted": 0, "cases": 0, "rejected_rounds": 0} for f in FAMILIES}
+
+
+def letter_bias(server):
+    """A logit_bias of +12 on each of LETTERS' tokens (one token each): replies become strings of them."""
+    bias = {}
+    for letter in LETTERS:
+        tokens = server.raw("POST", "/tokenize", {"prompt": letter, "add_special_tokens": False}).json()["tokens"]
+        assert len(tokens) == 1, (letter, tokens)
+        bias[str(tokens[0])] = 12
+    return bias
+
+
+@pytest.mark.parametrize("sampling_i,seed", BIASED_CASES)
+def test_biased_copies_equal_serial_and_concurrent(family_server, sampling_i, seed):
+    settings = [dict(s, logit_bias=letter_bias(family_server)) for s in BIASED_SAMPLING]
+    counters = drafted_serial_concurrent(family_server, 0, sampling_i, seed, settings)
+    totals = _biased[family_server.family]
+    totals["drafted"] += counters["drafted"]
+    totals["accepted"] += counters["accepted"]
+    totals["rejected_rounds"] += 1 if counters["accepted"] < counters["drafted"] else 0
+    totals["cases"] += 1
+
+
+def test_biased_copies_are_accepted_and_rejected(family_server, capsys):
+    """Runs after the family's biased cases (file order): copies were proposed, accepted and rejected."""
+    totals = _biased[family_server.family]
+    assert totals["cases"] == len(BIASED_CASES), "run the whole file: the totals need every case"
+    with capsys.disabled():
+        print(f"\n{family_server.family} biased copies: {totals['cases']} cases, {totals['drafted']} drafted, "
+              f"{totals['accepted']} accepted ({totals['accepted'] / max(1, totals['drafted']):.0%}); "
+              f"{totals['rejected_rounds']} cases with rejected drafts")
+    assert totals["drafted"] > totals["accepted"] > 0 and totals["rejected_rounds"] > 0

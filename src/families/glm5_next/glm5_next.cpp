@@ -5,14 +5,20 @@
 // model.visual.* skipped) or model.*, lm_head.weight.
 // Block FP8 checkpoints (weight_scale_inv) are dequantized to float32 by the reader (checkpoint/fp8_blocks.h); MLX
 // affine ones keep their codes (HF names: mlx-lm has no glm5_next model to rename them).
-// Not read yet: the MTP layer (model.layers.{num_hidden_layers}.*; transformers ignores it too), other quantized
-// checkpoints (NVFP4 refused), qk_rope_head_dim > 0.
+// The MTP layer, where the checkpoint has it, is layers.{num_hidden_layers}.* (transformers ignores it on load),
+// wired as vLLM's glm5next drafter serves it (no public reference code says more): enorm, hnorm, eh_proj, then one
+// pre-norm residual layer off the mHC path (it ships no hc_* maps): input_layernorm, latent attention with its own
+// KPool indexer, post_attention_layernorm, experts (the dense MLP where the layer has no router), then
+// shared_head.norm; the embedded row of position 0 is zeroed. The model serves it as its draft head
+// (blocks/mtp_head.h).
+// Not read yet: other quantized checkpoints (NVFP4 refused). qk_rope_head_dim > 0 is refused: the reference is NoPE.
 #include "families/glm5_next/glm5_next.h"
 
 #include <nlohmann/json.hpp>
 
 #include "backends/backend.h"
 #include "blocks/manifold_hyper_connections.h"
+#include "blocks/mtp_head.h"
 #include "blocks/weight_source.h"
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/config_reader.h"
@@ -36,6 +42,7 @@ struct Glm5NextConfig {
   float swiglu_limit = 0.0f;
   int streams = 0, sinkhorn_iters = 20;
   float hc_eps = 1e-6f;
+  std::int64_t mtp_layers = 1;  // num_nextn_predict_layers: 0 leaves a stored MTP layer unread
 };
 
 // A per-layer list of strings (layer_types and the like), each one of `allowed`.
@@ -153,7 +160,9 @@ Glm5NextConfig read_config(const nlohmann::json& top, const std::string& path) {
   m.nope_dim = static_cast<int>(r.integer("qk_nope_head_dim"));
   m.v_dim = static_cast<int>(r.integer("v_head_dim"));
   if (r.count("qk_rope_head_dim", 0) != 0)
-    r.fail("'qk_rope_head_dim' > 0 (a rotary part in latent attention) is not served yet: GLM-5.3 uses 0");
+    r.fail(
+        "'qk_rope_head_dim' > 0 (a rotary part in latent attention) is not served: GLM-5.3's latent attention is "
+        "NoPE (transformers' glm5_next refuses a RoPE part too)");
   KpoolIndexerConfig& ix = m.indexer;
   ix.hidden = c.hidden;
   ix.q_rank = m.q_rank;
@@ -182,6 +191,8 @@ Glm5NextConfig read_config(const nlohmann::json& top, const std::string& path) {
   c.streams = static_cast<int>(r.integer("hc_mult", 4));
   c.sinkhorn_iters = static_cast<int>(r.integer("hc_sinkhorn_iters", 20));
   c.hc_eps = static_cast<float>(r.number("hc_eps", 1e-6));
+  // The released config may not name it (transformers' has no such key): a stored layer is read unless it is 0.
+  c.mtp_layers = r.count("num_nextn_predict_layers", 1);
   return c;
 }
 
@@ -230,6 +241,18 @@ std::unique_ptr<Model> load_glm5_next(const std::string& path, bool is_gguf, Bac
   w.rms_eps = cfg.eps;
   w.streams = cfg.streams;
   w.embed = src.matrix(body + "embed_tokens.weight", cfg.vocab, cfg.hidden);
+  // Experts, or the dense SwiGLU MLP under the clamp.
+  const auto feed_forward = [&](const std::string& p, bool sparse) {
+    decltype(DecoderLayer::ffn) ffn;
+    if (sparse) {
+      ffn = MoeBlock::load(src, p + "mlp.", cfg.moe);
+    } else {
+      SwiGluMlp mlp = SwiGluMlp::load(src, p + "mlp.", cfg.hidden, cfg.ffn);
+      mlp.limit = cfg.swiglu_limit;
+      ffn = std::move(mlp);
+    }
+    return ffn;
+  };
   int recurrent = 0, host_rows = 0;
   for (std::int64_t i = 0; i < cfg.layers; ++i) {
     const std::string p = body + "layers." + std::to_string(i) + ".";
@@ -246,13 +269,7 @@ std::unique_ptr<Model> load_glm5_next(const std::string& path, bool is_gguf, Bac
       l.slot = recurrent++;
     }
     l.mixer_hc = wrapper(p + "attn_hc.", p + "input_layernorm.weight");
-    if (cfg.sparse[at]) {
-      l.ffn = MoeBlock::load(src, p + "mlp.", cfg.moe);
-    } else {
-      SwiGluMlp mlp = SwiGluMlp::load(src, p + "mlp.", cfg.hidden, cfg.ffn);
-      mlp.limit = cfg.swiglu_limit;
-      l.ffn = std::move(mlp);
-    }
+    l.ffn = feed_forward(p, cfg.sparse[at]);
     l.ffn_hc = wrapper(p + "ffn_hc.", p + "post_attention_layernorm.weight");
     w.layers.push_back(std::move(l));
   }
@@ -265,13 +282,36 @@ std::unique_ptr<Model> load_glm5_next(const std::string& path, bool is_gguf, Bac
   else
     w.output = src.matrix("lm_head.weight", cfg.vocab, cfg.hidden);
 
+  // The MTP layer (one step: a deeper head's later layers go unused). Its attention is latent attention with its
+  // own indexer over the head's own rows; a KDA layer there would need a rollback of its own, which no head has.
+  std::optional<MtpHead> mtp;
+  const std::string m = body + "layers." + std::to_string(cfg.layers) + ".";
+  if (cfg.mtp_layers >= 1 && src.has(m + "eh_proj.weight")) {
+    if (!src.has(m + "self_attn.kv_a_proj_with_mqa.weight"))
+      src.fail("the MTP layer " + m + "* is not a latent-attention layer: only such a head is served");
+    MtpHead& h = mtp.emplace();
+    h.eps = cfg.eps;
+    h.zero_first_embedding = true;
+    h.load_fusion(src, m + "enorm.weight", m + "hnorm.weight", m + "eh_proj.weight", cfg.hidden, false);
+    DecoderLayer l;
+    MlaConfig mc = cfg.mla;
+    mc.selection = MlaConfig::Selection::Own;
+    l.input_norm = src.vector(m + "input_layernorm.weight", cfg.hidden);
+    l.mixer = MlaBlock::load(src, m + "self_attn.", mc);
+    l.slot = 0;  // the head's own HostRowLog
+    l.post_norm = src.vector(m + "post_attention_layernorm.weight", cfg.hidden);
+    l.ffn = feed_forward(m, src.has(m + "mlp.gate.weight"));
+    h.layers.push_back(std::move(l));
+    h.final_norm = src.vector(m + "shared_head.norm.weight", cfg.hidden);
+  }
+
   ModelInfo info;
   info.family = "glm5_next";
   info.architecture = ck.config().value("model_type", std::string("glm5_next"));
   info.vocab = cfg.vocab;
   info.context = cfg.context;
   info.weight_bytes = src.bytes();
-  return std::make_unique<DecoderModel>(backend, std::move(info), std::move(w), cfg.kda.spec());
+  return std::make_unique<DecoderModel>(backend, std::move(info), std::move(w), cfg.kda.spec(), std::move(mtp));
 }
 
 }  // namespace tf
