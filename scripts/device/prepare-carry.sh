@@ -21,10 +21,10 @@ mkdir -p $C/whl $C/m
 cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DTENSORFOLD_MLX=OFF -DTENSORFOLD_CUDA=ON \
   -DTENSORFOLD_GPU_TESTS=ON -DCMAKE_CUDA_ARCHITECTURES=90a >/dev/null
 ninja -C build-cuda tf_cuda_tests tf_cuda_greedy_tool tf_cuda_mtp_tool bench/tf_cuda_bench bench/tf_cuda_stack_probe tensorfold \
-  bench/libtf_cuda_kernel_trace.so
+  bench/libtf_cuda_kernel_trace.so bench/tf_vision_encode_bench
 rm -rf $C/bin && mkdir -p $C/bin/bench $C/bin/lib
 cp build-cuda/tf_cuda_tests build-cuda/tf_cuda_greedy_tool build-cuda/tf_cuda_mtp_tool build-cuda/tensorfold $C/bin/
-cp build-cuda/bench/tf_cuda_bench build-cuda/bench/tf_cuda_stack_probe $C/bin/bench/
+cp build-cuda/bench/tf_cuda_bench build-cuda/bench/tf_cuda_stack_probe build-cuda/bench/tf_vision_encode_bench $C/bin/bench/
 mkdir -p $C/trace
 cp build-cuda/bench/libtf_cuda_kernel_trace.so $C/trace/
 cp -L "$(dirname "$(readlink -f "$(command -v nvcc)")")/../lib/libcupti.so.13" $C/trace/ 2>/dev/null ||
