@@ -57,8 +57,9 @@ def responses_input(case: dict) -> list:
     for m in case["messages"]:
         content = m["content"]
         if not isinstance(content, str):
-            content = [{"type": "input_image", "image_url": "data:image/png;base64," + b64(p["image"]), "detail": "auto"}
-                       if p["type"] == "image" else {"type": "input_text", "text": p["text"]} for p in content]
+            content = [{"type": "input_image", "image_url": "data:image/png;base64," + b64(p["image"]),
+                        "detail": "auto"} if p["type"] == "image" else {"type": "input_text", "text": p["text"]}
+                       for p in content]
         out.append({"role": m["role"], "content": content})
     return out
 
@@ -71,7 +72,8 @@ def anthropic_request(case: dict) -> tuple:
             continue
         content = m["content"]
         if not isinstance(content, str):
-            content = [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64(p["image"])}}
+            content = [{"type": "image",
+                        "source": {"type": "base64", "media_type": "image/png", "data": b64(p["image"])}}
                        if p["type"] == "image" else p for p in content]
         messages.append({"role": m["role"], "content": content})
     return system, messages
