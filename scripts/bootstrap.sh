@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# libcurl4-openssl-dev: the hub client, and image URLs under `serve --vision-urls` (src/server/image_fetch.cpp).
 DEB_PACKAGES=(cmake ninja-build g++ clang ccache pkg-config python3-venv
   libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libcurl4-openssl-dev libssl-dev
   libpcre2-dev libutf8proc-dev libzstd-dev libxxhash-dev libgtest-dev libopenblas-dev unzip

@@ -144,6 +144,14 @@ void VisionTower::attention(const Block& b, std::vector<float>& x, std::int64_t 
   for (std::size_t i = 0; i < x.size(); ++i) x[i] += projected[i];
 }
 
+std::size_t VisionTower::workspace_bytes(std::int64_t n) const {
+  // encode: the patches' copy, x, tmp (hidden), tmp2 (intermediate); attention: normed, qkv (3 x hidden), out,
+  // projected, q, k, vt, o (head dim each) and the scores.
+  const std::int64_t h = spec_.hidden, hd = h / std::max(spec_.heads, 1);
+  const std::int64_t floats = n * (spec_.patch_values() + 2 * h + spec_.intermediate) + n * (6 * h + 4 * hd) + n * n;
+  return static_cast<std::size_t>(floats) * sizeof(float);
+}
+
 std::vector<float> VisionTower::encode(std::span<const float> patches, std::int64_t grid_h, std::int64_t grid_w) const {
   const std::int64_t m = spec_.merge, h = spec_.hidden, n = grid_h * grid_w;
   if (grid_h < m || grid_w < m || grid_h % m != 0 || grid_w % m != 0 ||

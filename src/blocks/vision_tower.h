@@ -43,6 +43,9 @@ class VisionTower {
 
   const VisionTowerSpec& spec() const { return spec_; }
   std::size_t bytes() const { return bytes_; }  // host memory the weights take
+  // The host memory encode() allocates for an image of `patches` patches (its largest buffers live together):
+  // activations, the qkv and MLP rows, and one head's patches x patches attention scores.
+  std::size_t workspace_bytes(std::int64_t patches) const;
 
  private:
   struct Linear {

@@ -1,11 +1,11 @@
 // `tensorfold serve [MODEL]`: binds the HTTP API, loads the engine, prints one startup report, and serves
 // until SIGINT or SIGTERM.
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -64,6 +64,7 @@ struct ServeFlags {
   double max_snapshot_gib = 8.0;
   std::string precision;  // "": the backend's default (CUDA: bf16)
   bool vision = false;
+  bool vision_urls = false;
 };
 
 // --parallel: "auto" (0 for the engine) or a count of streams.
@@ -97,7 +98,7 @@ extern "C" void on_shutdown_signal(int sig) {
 class ShutdownSignal {
  public:
   ShutdownSignal() {
-    signal(SIGPIPE, SIG_IGN);  // a client that leaves mid-write is a failed write, not a dead server
+    signal(SIGPIPE, SIG_IGN);              // a client that leaves mid-write is a failed write, not a dead server
     if (pipe(g_signal_pipe) != 0) return;  // no pipe: the default actions stay (the process just ends)
     fcntl(g_signal_pipe[0], F_SETFD, FD_CLOEXEC);
     fcntl(g_signal_pipe[1], F_SETFD, FD_CLOEXEC);
@@ -142,9 +143,7 @@ class ShutdownSignal {
   bool ready_ = false, requested_ = false;
 };
 
-std::string url_host(const std::string& host) {
-  return host.find(':') != std::string::npos ? "[" + host + "]" : host;
-}
+std::string url_host(const std::string& host) { return host.find(':') != std::string::npos ? "[" + host + "]" : host; }
 
 std::string mib(std::size_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
@@ -216,6 +215,7 @@ int run_serve(const ServeFlags& f) {
   so.keep_alive_s = f.keep_alive;
   so.cors_origins = f.cors_origins;
   so.vision = f.vision;
+  so.vision_urls = f.vision_urls;
   // Images come base64 inside the body: the reference's 32 MiB body limit with --vision.
   if (f.vision) so.max_body_bytes = std::max(so.max_body_bytes, std::size_t{32} << 20);
   // Descriptors beyond the idle connections: the checkpoint's files, the working connections, the engine's.
@@ -275,7 +275,7 @@ int run_serve(const ServeFlags& f) {
       break;
     }
   }
-  srv.stop();     // cancels running generations, closes the listener, joins the connection threads
+  srv.stop();      // cancels running generations, closes the listener, joins the connection threads
   engine.reset();  // stops the engine's worker
   if (code == 0) fmt::print(stderr, "tensorfold serve: stopped\n");
   return code;
@@ -285,8 +285,9 @@ int run_serve(const ServeFlags& f) {
 
 Command add_serve_command(CLI::App& app) {
   auto f = std::make_shared<ServeFlags>();
-  auto* sub = app.add_subcommand("serve", "Serve MODEL (default: the embedded SmolLM2-135M-Instruct) over an "
-                                          "OpenAI-compatible HTTP API on http://127.0.0.1:8080/v1");
+  auto* sub = app.add_subcommand("serve",
+                                 "Serve MODEL (default: the embedded SmolLM2-135M-Instruct) over an "
+                                 "OpenAI-compatible HTTP API on http://127.0.0.1:8080/v1");
   sub->add_option("model", f->model,
                   "GGUF file, checkpoint directory, or hub repo Org/Name[@REV][:QUANT], pulled into the Hugging Face "
                   "cache first when missing (default: the embedded model)");
@@ -383,9 +384,14 @@ Command add_serve_command(CLI::App& app) {
                   "once to bf16, float32 accumulation, one tensor-core pass) or full (x to 16 significant bits, "
                   "two passes, float32-close). Decode and verify rows are the same in both")
       ->check(CLI::IsMember({"bf16", "full"}));
-  sub->add_flag("--vision", f->vision,
-                "Take images in chat requests (OpenAI image_url parts with data: URLs; PNG, JPEG, WebP): loads the "
-                "checkpoint's vision tower (Qwen3.5/3.8 on the MLX CPU backend; docs/vision.md)");
+  auto* vision = sub->add_flag("--vision", f->vision,
+                               "Take images in chat requests (OpenAI image_url and input_image parts, Anthropic image "
+                               "blocks; data: URLs / base64; PNG, JPEG, WebP): loads the checkpoint's vision tower "
+                               "(Qwen3.5/3.8 on the MLX CPU backend; docs/vision.md)");
+  sub->add_flag("--vision-urls", f->vision_urls,
+                "With --vision: fetch https image URLs (port 443, public addresses only, redirects re-checked, at "
+                "most 3; 10 MiB and 10 s an image); without it an image URL is a 400")
+      ->needs(vision);
   sub->add_flag("--no-drafts", f->no_drafts, "Decode serially: never draft (same output, bit for bit)");
   sub->add_option("--chat-template", f->chat_template, "Jinja chat template file replacing the checkpoint's")
       ->check(CLI::ExistingFile);

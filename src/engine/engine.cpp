@@ -191,6 +191,12 @@ MemoryPlan Engine::plan_memory() const {
   m.state_bytes_per_stream = info.state_bytes_per_stream;
   m.workspace_bytes =
       prefill_workspace_bytes(info.prefill_chunk, info.state_bytes_per_token, info.vocab, 1 + max_drafts_);
+  if (image_encoder_) {
+    m.vision_bytes = image_encoder_->bytes();
+    m.vision_workspace_bytes = image_encoder_->workspace_bytes();
+    m.image_embedding_bytes = image_encoder_->embedding_bytes();
+    m.workspace_bytes += m.image_embedding_bytes;
+  }
   return m;
 }
 
@@ -210,8 +216,8 @@ std::string Engine::concurrency_summary() const {
           : "one forward per stream";
   return fmt::format(
       "up to {} streams at once ({}; decode keeps {:.0f}% of the time while prompts fill), {} more queued\n"
-      "  memory    budget {} bytes ({:.2f} GiB, {}); weights {} bytes{}; a request reserves {} bytes per token "
-      "(prompt plus completion) + {} bytes of fixed state + {} bytes of prefill workspace; one request fits up to {} "
+      "  memory    budget {} bytes ({:.2f} GiB, {}); weights {} bytes{}{}; a request reserves {} bytes per token "
+      "(prompt plus completion) + {} bytes of fixed state + {} bytes of prefill workspace{}; one request fits up to {} "
       "tokens",
       o.parallel, sharing, o.decode_share * 100.0, o.max_queue, m.budget_bytes, gib(m.budget_bytes), m.budget_source,
       m.weight_bytes,
@@ -219,7 +225,14 @@ std::string Engine::concurrency_summary() const {
                                        "outside the budget)",
                                        m.mapped_bytes)
                          : std::string(),
-      m.state_bytes_per_token, m.state_bytes_per_stream, m.workspace_bytes, std::min(m.max_tokens_alone(), context_));
+      m.vision_bytes > 0 ? fmt::format("; vision tower {} bytes + {} bytes to encode the largest image (one at a time)",
+                                       m.vision_bytes, m.vision_workspace_bytes)
+                         : std::string(),
+      m.state_bytes_per_token, m.state_bytes_per_stream, m.workspace_bytes,
+      m.image_embedding_bytes > 0 ? fmt::format(" (of which {} bytes for {} visual tokens' embeddings)",
+                                                m.image_embedding_bytes, kMaxVisualTokens)
+                                  : std::string(),
+      std::min(m.max_tokens_alone(), context_));
 }
 
 std::string Engine::prompt_precision() const {

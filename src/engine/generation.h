@@ -19,10 +19,10 @@ namespace tf {
 struct GenerationRequest {
   std::vector<std::int32_t> prompt;  // rendered and tokenized
   SamplingParams sampling;
-  std::optional<std::uint64_t> seed;  // none: a hash of the prompt (seed_from_prompt)
-  std::int64_t max_tokens = 0;        // 0: until the context ends
-  std::vector<std::string> stop;      // stop strings; never part of the returned text
-  bool draft = true;                  // false: decode serially (meaningful once drafting lands)
+  std::optional<std::uint64_t> seed;                  // none: a hash of the prompt (seed_from_prompt)
+  std::int64_t max_tokens = 0;                        // 0: until the context ends
+  std::vector<std::string> stop;                      // stop strings; never part of the returned text
+  bool draft = true;                                  // false: decode serially (meaningful once drafting lands)
   std::shared_ptr<const TokenConstraint> constraint;  // masks every sampled row (tool_choice required/named)
   LogitAdjustments adjust;                            // logit_bias and penalties
   int logprobs = -1;  // >= 0: record each token's log-probability and this many alternatives
@@ -32,9 +32,8 @@ struct GenerationRequest {
   // Prefill then computes every prompt row's logits, which it does only for these requests.
   bool prompt_logprobs = false;
   bool generate = true;  // false: prefill only, no token generated (echo with max_tokens 0); finish is Length
-  // The prompt's images (--vision): embeddings at their placeholder tokens and M-RoPE positions. Such a prompt
-  // prefills from the start and is not retained by the prompt cache (its placeholder tokens do not say which
-  // image they hold).
+  // The prompt's images (--vision): embeddings at their placeholder tokens and M-RoPE positions. The prompt cache
+  // keys their placeholder tokens by each image's content hash (engine/prompt_cache.h).
   std::shared_ptr<const StreamImages> images;
 };
 
@@ -48,11 +47,11 @@ struct GenerationResult {
   std::int64_t cached_tokens = 0;
   // Drafting counters: tokens proposed, proposals accepted, forward rounds of the decode loop.
   std::int64_t drafted = 0, accepted = 0, rounds = 0;
-  std::vector<std::int32_t> token_ids;  // every generated token, in order (stop strings included)
-  std::vector<TokenLogprob> logprobs;   // one per token of token_ids, when the request asked for them
+  std::vector<std::int32_t> token_ids;        // every generated token, in order (stop strings included)
+  std::vector<TokenLogprob> logprobs;         // one per token of token_ids, when the request asked for them
   std::vector<TokenLogprob> prompt_logprobs;  // prompt_logprobs: one per prompt token after the first
-  std::string error;  // set when finish == Error
-  std::string stop_sequence;  // the request's stop string that ended the text, when one did
+  std::string error;                          // set when finish == Error
+  std::string stop_sequence;                  // the request's stop string that ended the text, when one did
 };
 
 // A thread-safe, single-consumer channel from the engine thread to one HTTP handler. The engine pushes text

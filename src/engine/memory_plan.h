@@ -17,10 +17,15 @@ struct MemoryPlan {
   std::size_t state_bytes_per_stream = 0;  // fixed per stream (recurrent layers), whatever its length
   std::size_t workspace_bytes = 0;         // per stream: activations of a prefill chunk and the logits of a round
   std::size_t prompt_cache_bytes = 0;      // retained prompt prefixes (--prompt-cache-gib), held beside the streams
+  // --vision: the tower's weights and the workspace of one image's encode at the largest the limits allow (images
+  // are encoded one at a time), held once; and, inside workspace_bytes, the embeddings of a request's visual
+  // tokens at the limit (every stream may carry them).
+  std::size_t vision_bytes = 0, vision_workspace_bytes = 0;
+  std::size_t image_embedding_bytes = 0;
 
-  // Bytes left for streams once the weights and the prompt cache are in.
+  // Bytes left for streams once the weights, the vision tower and the prompt cache are in.
   std::size_t stream_room() const {
-    const std::size_t held = weight_bytes + prompt_cache_bytes;
+    const std::size_t held = weight_bytes + vision_bytes + vision_workspace_bytes + prompt_cache_bytes;
     return budget_bytes > held ? budget_bytes - held : 0;
   }
   // What a stream reaching `tokens` positions reserves.

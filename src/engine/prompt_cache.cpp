@@ -79,10 +79,28 @@ PromptCache::~PromptCache() {
   if (writer_.joinable()) writer_.join();
 }
 
-std::uint64_t PromptCache::key_of(std::span<const std::int32_t> prefix) const {
+namespace {
+// A text prefix's key is the tokens' alone (as before images had keys: older snapshots stay valid); an image
+// prefix's mixes in its images' places and content hashes.
+std::uint64_t with_images(std::uint64_t key, const std::string& images) {
+  return images.empty() ? key : mix(key, std::hash<std::string>{}(images));
+}
+}  // namespace
+
+std::uint64_t PromptCache::key_of(std::span<const std::int32_t> prefix, const std::string& images) const {
   std::uint64_t h = identity_hash_;
   for (auto t : prefix) h = mix(h, static_cast<std::uint32_t>(t));
-  return mix(h, prefix.size());
+  return with_images(mix(h, prefix.size()), images);
+}
+
+std::optional<std::string> PromptCache::images_key(std::int64_t length, std::span<const PromptImage> images) {
+  std::string key;
+  for (const auto& i : images) {
+    if (i.start >= length) break;
+    if (i.end > length) return std::nullopt;
+    key += fmt::format("{}-{}:{};", i.start, i.end, i.hash);
+  }
+  return key;
 }
 
 void PromptCache::refuse_locked(const std::string& path, const std::string& why) {
@@ -161,12 +179,15 @@ void PromptCache::trim_disk_locked() {
   stats_.disk_files = static_cast<std::int64_t>(disk_.size());
 }
 
-bool PromptCache::contains(std::span<const std::int32_t> prefix) const {
+bool PromptCache::contains(std::span<const std::int32_t> prefix, std::span<const PromptImage> images) const {
   if (!enabled()) return false;
+  const auto ik = images_key(static_cast<std::int64_t>(prefix.size()), images);
+  if (!ik) return false;
   std::lock_guard lock(mu_);
-  const auto key = key_of(prefix);
+  const auto key = key_of(prefix, *ik);
   if (auto it = index_.find(key); it != index_.end())
-    return std::equal(prefix.begin(), prefix.end(), (*it->second)->tokens.begin(), (*it->second)->tokens.end());
+    return (*it->second)->images == *ik &&
+           std::equal(prefix.begin(), prefix.end(), (*it->second)->tokens.begin(), (*it->second)->tokens.end());
   return false;
 }
 
@@ -189,11 +210,14 @@ void PromptCache::insert_locked(std::shared_ptr<Entry> e) {
   stats_.entries = static_cast<std::int64_t>(lru_.size());
 }
 
-void PromptCache::insert(std::span<const std::int32_t> prefix, Image state) {
+void PromptCache::insert(std::span<const std::int32_t> prefix, Image state, std::span<const PromptImage> images) {
   if (!enabled() || !state) return;
+  auto ik = images_key(static_cast<std::int64_t>(prefix.size()), images);
+  if (!ik) return;
   auto e = std::make_shared<Entry>();
-  e->key = key_of(prefix);
+  e->key = key_of(prefix, *ik);
   e->tokens.assign(prefix.begin(), prefix.end());
+  e->images = std::move(*ik);
   e->state = std::move(state);
   {
     std::lock_guard lock(mu_);
@@ -204,7 +228,8 @@ void PromptCache::insert(std::span<const std::int32_t> prefix, Image state) {
   cv_.notify_all();
 }
 
-std::shared_ptr<PromptCache::Entry> PromptCache::load_file(std::uint64_t key, std::span<const std::int32_t> prefix) {
+std::shared_ptr<PromptCache::Entry> PromptCache::load_file(std::uint64_t key, std::span<const std::int32_t> prefix,
+                                                           const std::string& images) {
   std::string path;
   {
     std::lock_guard lock(mu_);
@@ -239,10 +264,12 @@ std::shared_ptr<PromptCache::Entry> PromptCache::load_file(std::uint64_t key, st
             state, payload_checksum({reinterpret_cast<const std::uint8_t*>(e->tokens.data()), e->tokens.size() * 4}));
         if (hex(sum) != h.value("checksum", ""))
           why = "checksum mismatch: the payload is damaged";
-        else if (!std::equal(prefix.begin(), prefix.end(), e->tokens.begin(), e->tokens.end()))
+        else if (!std::equal(prefix.begin(), prefix.end(), e->tokens.begin(), e->tokens.end()) ||
+                 h.value("images", "") != images)
           return nullptr;  // another prefix of the same hash: a collision, not damage
       }
       e->state = std::make_shared<const HostStateImage>(std::move(state));
+      e->images = images;
     }
   }
   std::lock_guard lock(mu_);
@@ -261,33 +288,38 @@ std::shared_ptr<PromptCache::Entry> PromptCache::load_file(std::uint64_t key, st
   return e;
 }
 
-PromptCache::Hit PromptCache::lookup(std::span<const std::int32_t> tokens, std::span<const std::int64_t> points) {
+PromptCache::Hit PromptCache::lookup(std::span<const std::int32_t> tokens, std::span<const std::int64_t> points,
+                                     std::span<const PromptImage> images) {
   Hit hit;
   if (!enabled()) return hit;
   // One pass for every point's key: the hash runs along the tokens once.
   std::vector<std::uint64_t> keys(points.size());
+  std::vector<std::optional<std::string>> image_keys(points.size());
   {
     std::uint64_t h = identity_hash_;
     std::size_t at = 0;
     for (std::size_t p = 0; p < points.size(); ++p) {
       for (; at < static_cast<std::size_t>(points[p]); ++at) h = mix(h, static_cast<std::uint32_t>(tokens[at]));
-      keys[p] = mix(h, static_cast<std::uint64_t>(points[p]));
+      image_keys[p] = images_key(points[p], images);
+      if (image_keys[p]) keys[p] = with_images(mix(h, static_cast<std::uint64_t>(points[p])), *image_keys[p]);
     }
   }
   for (std::size_t p = points.size(); p-- > 0 && !hit.state;) {
+    if (!image_keys[p]) continue;  // inside an image
     const auto prefix = tokens.first(static_cast<std::size_t>(points[p]));
     {
       std::lock_guard lock(mu_);
       if (auto it = index_.find(keys[p]); it != index_.end()) {
         const auto& e = *it->second;
-        if (std::equal(prefix.begin(), prefix.end(), e->tokens.begin(), e->tokens.end())) {
+        if (e->images == *image_keys[p] &&
+            std::equal(prefix.begin(), prefix.end(), e->tokens.begin(), e->tokens.end())) {
           lru_.splice(lru_.begin(), lru_, it->second);
           hit = {points[p], e->state};
           break;
         }
       }
     }
-    if (auto e = load_file(keys[p], prefix)) {
+    if (auto e = load_file(keys[p], prefix, *image_keys[p])) {
       hit = {points[p], e->state};
       std::lock_guard lock(mu_);
       insert_locked(std::move(e));
@@ -343,6 +375,7 @@ void PromptCache::write_file(const Entry& e) {
       std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(e.tokens.data()), e.tokens.size() * 4);
   const nlohmann::json h = {{"identity", options_.identity},
                             {"tokens", e.tokens.size()},
+                            {"images", e.images},
                             {"payload", payload.size()},
                             {"checksum", hex(payload_checksum(payload, payload_checksum(token_bytes)))}};
   const std::string header = h.dump();

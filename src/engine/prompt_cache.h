@@ -2,7 +2,9 @@
 // Retained prompt prefixes (prompt caching): a stream's whole state (KV, conv windows, recurrent matrices) at
 // resume points of the chunk plan (engine/chunk_plan.h), so that a later prompt starting with the same tokens
 // restores it and prefills only what follows. Keys are a hash of the identity (model, runtime, backend, plan,
-// state dtype) and the prefix's tokens; an entry keeps its tokens too, so a hash collision is never trusted.
+// state dtype), the prefix's tokens and the images inside it (an image's placeholder tokens are the same whatever
+// the image, so each image's place and content hash are part of the key); an entry keeps its tokens and images
+// too, so a hash collision is never trusted.
 //
 // In memory: an LRU under a byte budget (--prompt-cache-gib), which the memory plan keeps out of the streams'
 // room. On disk (--snapshot-dir): each entry is also written, by a background thread, to a file with a
@@ -17,6 +19,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -32,6 +35,13 @@ struct PromptCacheOptions {
   std::string snapshot_dir;      // empty: no disk snapshots
   std::size_t disk_bytes = 0;    // bound of the snapshot directory
   std::string identity;          // everything a state's bits depend on besides its tokens
+};
+
+// An image in a prompt (--vision): placeholder tokens [start, end) that stand for the image whose content hash
+// (families/image_encoder.h: SHA-256 of the tower's input) is `hash`.
+struct PromptImage {
+  std::int64_t start = 0, end = 0;
+  std::string hash;
 };
 
 struct PromptCacheStats {
@@ -58,15 +68,22 @@ class PromptCache {
     std::int64_t tokens = 0;  // 0: none
     Image state;
   };
-  // The longest prefix tokens[0, p) cached, p among `points` (ascending), memory first, then disk.
-  Hit lookup(std::span<const std::int32_t> tokens, std::span<const std::int64_t> points);
-  bool contains(std::span<const std::int32_t> prefix) const;
+  // The longest prefix tokens[0, p) cached, p among `points` (ascending), memory first, then disk. `images`: the
+  // prompt's images in order (those starting before p are part of p's key); a point inside an image is skipped.
+  Hit lookup(std::span<const std::int32_t> tokens, std::span<const std::int64_t> points,
+             std::span<const PromptImage> images = {});
+  bool contains(std::span<const std::int32_t> prefix, std::span<const PromptImage> images = {}) const;
   // Retains `state`, the state after `prefix` (evicting the least recently used entries), and queues its
-  // snapshot file (the writer thread copies the image's bytes to the host).
-  void insert(std::span<const std::int32_t> prefix, Image state);
-  void insert(std::span<const std::int32_t> prefix, std::vector<std::uint8_t> state) {
-    insert(prefix, std::make_shared<const HostStateImage>(std::move(state)));
+  // snapshot file (the writer thread copies the image's bytes to the host). `images` as for lookup; a prefix that
+  // ends inside an image is not retained.
+  void insert(std::span<const std::int32_t> prefix, Image state, std::span<const PromptImage> images = {});
+  void insert(std::span<const std::int32_t> prefix, std::vector<std::uint8_t> state,
+              std::span<const PromptImage> images = {}) {
+    insert(prefix, std::make_shared<const HostStateImage>(std::move(state)), images);
   }
+  // The images part of a prefix's key: each image before `length` as "start-end:hash;" ("" for none); nullopt
+  // when `length` falls inside an image (no state there can be reused).
+  static std::optional<std::string> images_key(std::int64_t length, std::span<const PromptImage> images);
   PromptCacheStats stats() const;
   // Waits until queued snapshot files are written (tests, shutdown).
   void flush();
@@ -75,6 +92,7 @@ class PromptCache {
   struct Entry {
     std::uint64_t key = 0;
     std::vector<std::int32_t> tokens;
+    std::string images;  // images_key of the prefix
     Image state;
   };
   struct DiskFile {
@@ -83,13 +101,13 @@ class PromptCache {
     std::int64_t tokens = 0;
     std::uint64_t serial = 0;  // larger: used more recently
   };
-  std::uint64_t key_of(std::span<const std::int32_t> prefix) const;
+  std::uint64_t key_of(std::span<const std::int32_t> prefix, const std::string& images) const;
   void scan_dir();
   void writer_loop();
   void write_file(const Entry& e);
   void trim_disk_locked();
   // Reads and checks a snapshot's payload; null (and the file removed, with a log line) when it fails.
-  std::shared_ptr<Entry> load_file(std::uint64_t key, std::span<const std::int32_t> prefix);
+  std::shared_ptr<Entry> load_file(std::uint64_t key, std::span<const std::int32_t> prefix, const std::string& images);
   void refuse_locked(const std::string& path, const std::string& why);
   void insert_locked(std::shared_ptr<Entry> e);
 

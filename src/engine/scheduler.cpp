@@ -27,11 +27,12 @@ struct Scheduler::Stream {
   std::int64_t prefilled = 0;  // prompt tokens run (or restored)
   std::int64_t cached = 0;     // prompt tokens restored from the prompt cache
   ChunkPlan plan;
-  std::vector<std::int64_t> retain;  // plan positions whose state goes into the prompt cache
-  std::vector<float> logits;   // the last prefill chunk's last row
+  std::vector<std::int64_t> retain;           // plan positions whose state goes into the prompt cache
+  std::vector<PromptImage> images;            // the prompt's images as the prompt cache keys them
+  std::vector<float> logits;                  // the last prefill chunk's last row
   std::vector<TokenLogprob> prompt_logprobs;  // request.prompt_logprobs: the records of the rows run so far
-  std::unique_ptr<DraftSource> drafts;  // null: the request decodes serially
-  DecodeSettings settings;              // sampling and seed from admission on, the rest from the end of prefill
+  std::unique_ptr<DraftSource> drafts;        // null: the request decodes serially
+  DecodeSettings settings;                    // sampling and seed from admission on, the rest from the end of prefill
   // From the end of prefill on:
   std::unique_ptr<TokenText> text;
   std::unique_ptr<StopMatcher> stops;
@@ -177,11 +178,14 @@ void Scheduler::loop() {
       continue;
     }
     // While prompts fill, decode keeps its share of the time; a new prompt starts with a chunk.
-    const bool prefill = !prefilling_.empty() &&
-                         (decoding_.empty() || decode_seconds_ >= options_.decode_share * (decode_seconds_ + prefill_seconds_));
+    const bool prefill =
+        !prefilling_.empty() &&
+        (decoding_.empty() || decode_seconds_ >= options_.decode_share * (decode_seconds_ + prefill_seconds_));
     const auto t0 = Clock::now();
-    if (prefill) prefill_chunk();
-    else decode_round();
+    if (prefill)
+      prefill_chunk();
+    else
+      decode_round();
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     (prefill ? prefill_seconds_ : decode_seconds_) += dt;
     if (prefilling_.empty() && decoding_.empty() && options_.on_idle) options_.on_idle();
@@ -237,7 +241,7 @@ void Scheduler::prefill_chunk() {
     const auto end = *std::upper_bound(s.plan.ends.begin(), s.plan.ends.end(), s.prefilled);
     const auto len = end - s.prefilled;
     const auto tokens = std::span<const std::int32_t>(prompt).subspan(static_cast<std::size_t>(s.prefilled),
-                                                                       static_cast<std::size_t>(len));
+                                                                      static_cast<std::size_t>(len));
     const bool wants_hidden = s.drafts && s.drafts->wants_hidden();  // the draft head follows the prompt too
     if (s.request.prompt_logprobs) {
       std::vector<float> rows, hidden;
@@ -255,7 +259,7 @@ void Scheduler::prefill_chunk() {
     s.prefilled += len;
     if (options_.prompt_cache != nullptr && std::binary_search(s.retain.begin(), s.retain.end(), s.prefilled))
       options_.prompt_cache->insert(std::span<const std::int32_t>(prompt).first(static_cast<std::size_t>(s.prefilled)),
-                                    s.state->image());
+                                    s.state->image(), s.images);
     if (s.prefilled < n) return;
     if (s.request.prompt_logprobs) s.out->set_prompt_logprobs(s.prompt_logprobs);  // before any text
     if (!s.request.generate) {
@@ -279,13 +283,15 @@ void Scheduler::start_prefill(Stream& s) {
   PromptCache* cache = options_.prompt_cache;
   // An MTP head's own state follows every prompt row's hidden state, which a restored prefix never had.
   if (cache == nullptr || !cache->enabled() || (s.drafts && s.drafts->wants_hidden())) return;
-  // Image placeholders are the same tokens whatever the image: such prompts neither reuse nor leave prefixes.
-  if (s.request.images) return;
+  // Image placeholders are the same tokens whatever the image: the cache keys them by each image's content hash.
+  if (s.request.images)
+    for (const auto& span : s.request.images->spans()) s.images.push_back({span.start, span.end(), span.content_hash});
   const auto& starts = s.plan.message_starts;
   // Prompt scoring needs every prompt row's logits, and a restored prefix has none (a snapshot holds the
   // state, not the rows that built it), so such a request prefills from the start. Its states are those of a
   // plain prefill (scoring only adds an output projection), so it may still fill the cache below.
-  if (const auto hit = s.request.prompt_logprobs ? PromptCache::Hit{} : cache->lookup(prompt, starts); hit.state) {
+  if (const auto hit = s.request.prompt_logprobs ? PromptCache::Hit{} : cache->lookup(prompt, starts, s.images);
+      hit.state) {
     try {
       s.state->restore_image(*hit.state);
       s.prefilled = s.cached = hit.tokens;
@@ -301,7 +307,8 @@ void Scheduler::start_prefill(Stream& s) {
   const bool opens_at_zero = prompt.front() == options_.plan.message_start;
   const std::size_t second = opens_at_zero ? 0 : 1;
   for (const std::int64_t p : {second < starts.size() ? starts[second] : std::int64_t{0}, starts.back()})
-    if (p > s.prefilled && !cache->contains(std::span<const std::int32_t>(prompt).first(static_cast<std::size_t>(p))))
+    if (p > s.prefilled &&
+        !cache->contains(std::span<const std::int32_t>(prompt).first(static_cast<std::size_t>(p)), s.images))
       s.retain.push_back(p);
   std::sort(s.retain.begin(), s.retain.end());
   s.retain.erase(std::unique(s.retain.begin(), s.retain.end()), s.retain.end());
@@ -331,8 +338,7 @@ void Scheduler::start_decoding(Stream& s) {
   s.settings.logprobs = req.logprobs;
   Stream* sp = &s;
   s.decoder = std::make_unique<StreamDecoder>(
-      model_, *s.state, std::move(s.logits), req.prompt, s.settings, s.drafts.get(),
-      [this, sp](std::int32_t token) {
+      model_, *s.state, std::move(s.logits), req.prompt, s.settings, s.drafts.get(), [this, sp](std::int32_t token) {
         if (!sp->first_token_seen) {
           sp->first_token_seen = true;
           const double ttft = std::chrono::duration<double>(Clock::now() - sp->submitted).count();
@@ -397,8 +403,10 @@ void Scheduler::decode_round() {
   for (auto it = decoding_.begin(); it != decoding_.end();) {
     Stream& s = **it;
     const auto f = std::find_if(failed.begin(), failed.end(), [&](const auto& p) { return p.first == &s; });
-    if (f != failed.end()) finish(s, FinishReason::Error, f->second);
-    else if (s.decoder->done()) finish(s, s.decoder->finish());
+    if (f != failed.end())
+      finish(s, FinishReason::Error, f->second);
+    else if (s.decoder->done())
+      finish(s, s.decoder->finish());
     else {
       ++it;
       continue;
@@ -436,7 +444,7 @@ void Scheduler::finish(Stream& s, FinishReason reason, const std::string& error)
   }
   s.decoder.reset();
   s.drafts.reset();  // with the MTP head's cache
-  s.state.reset();  // the cache is freed now, not when the list entry goes
+  s.state.reset();   // the cache is freed now, not when the list entry goes
   const double latency = std::chrono::duration<double>(Clock::now() - s.submitted).count();
   {
     std::lock_guard lock(mu_);
@@ -446,8 +454,10 @@ void Scheduler::finish(Stream& s, FinishReason reason, const std::string& error)
     stats_.drafted_total += result.drafted;
     stats_.accepted_total += result.accepted;
     stats_.rounds_total += result.rounds;
-    if (result.finish == FinishReason::Cancelled) ++stats_.requests_cancelled;
-    else stats_.e2e_latency.observe(latency);
+    if (result.finish == FinishReason::Cancelled)
+      ++stats_.requests_cancelled;
+    else
+      stats_.e2e_latency.observe(latency);
     reserved_ -= s.reserved;
     --running_;
     admit_waiting_locked();

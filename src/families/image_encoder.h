@@ -4,6 +4,7 @@
 // template writes. A family that has one provides a loader (registry.h: load_image_encoder).
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,10 @@
 #include "vision/image_preprocess.h"
 
 namespace tf {
+
+// The reference's limit of visual tokens a request (docs/vision.md): the server refuses more, and the memory plan
+// counts a stream's image embeddings and the largest image's encode at it.
+inline constexpr std::int64_t kMaxVisualTokens = 4096;
 
 struct ImageTokenIds {
   std::int32_t image = -1, vision_start = -1, vision_end = -1;
@@ -27,14 +32,23 @@ class ImageEncoder {
   const ImageTokenIds& token_ids() const { return ids_; }
   // The placeholder tokens an image of this size takes (before running the tower: limits are checked first).
   std::int64_t tokens_for(std::uint32_t width, std::uint32_t height) const;
-  // The image's span (grid and embeddings; start and hash left to the caller).
+  // The image's span (grid, embeddings and content hash; the start left to the caller).
   ImageSpan encode(const vision::RgbImage& image) const;
+  // The key a prompt cache gives the image's placeholder rows: SHA-256 of the tower's input (grid and values).
+  static std::string content_hash(const vision::PixelPatches& patches);
   std::size_t bytes() const { return tower_->bytes(); }
+  // The encode workspace of the largest image a request may carry (kMaxVisualTokens, or the processor's
+  // max_pixels if fewer), and a request's embeddings at kMaxVisualTokens.
+  std::size_t workspace_bytes() const;
+  std::size_t embedding_bytes() const;
 
  private:
   vision::PreprocessorConfig pre_;
   std::unique_ptr<VisionTower> tower_;
   ImageTokenIds ids_;
+  // One image through the tower at a time: its workspace is held once (the memory plan counts one), and on a CPU
+  // two encodes at once would only share the same cores.
+  mutable std::mutex encode_mu_;
 };
 
 }  // namespace tf

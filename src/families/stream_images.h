@@ -14,7 +14,7 @@ struct ImageSpan {
   std::int64_t start = 0;               // the stream position of the image's first placeholder token
   std::int64_t grid_h = 0, grid_w = 0;  // in merged tokens: grid_h * grid_w placeholders
   std::vector<float> embeds;            // [grid_h * grid_w, hidden]: the rows that replace the placeholders' embeddings
-  std::string content_hash;             // of the image bytes (a prompt cache keys the placeholders by it)
+  std::string content_hash;             // of the tower's input (ImageEncoder::content_hash): the prompt cache's key
   std::int64_t tokens() const { return grid_h * grid_w; }
   std::int64_t end() const { return start + tokens(); }
 };

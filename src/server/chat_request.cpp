@@ -5,11 +5,13 @@
 #include <algorithm>
 
 #include "server/api_error.h"
+#include "server/image_parts.h"
 
 namespace tf::server {
 
 std::string message_text(const nlohmann::ordered_json& content, const std::string& param,
-                         std::initializer_list<std::string_view> text_types, std::vector<ImagePart>* images) {
+                         std::initializer_list<std::string_view> text_types, std::vector<ImagePart>* images,
+                         std::string_view image_type) {
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array())
     throw invalid_request(fmt::format("Invalid type for '{}': expected a string or a list of content parts, but "
@@ -22,22 +24,14 @@ std::string message_text(const nlohmann::ordered_json& content, const std::strin
     const auto& part = content[i];
     const std::string p = fmt::format("{}[{}]", param, i);
     if (!part.is_object())
-      throw invalid_request(fmt::format("Invalid type for '{}': expected a content part object, but got {} instead.",
-                                        p, json_type_name(part)),
+      throw invalid_request(fmt::format("Invalid type for '{}': expected a content part object, but got {} instead.", p,
+                                        json_type_name(part)),
                             p, "invalid_type");
     const JsonFields f(part, p + ".");
     const auto type = f.string("type");
     if (!type) throw invalid_request(fmt::format("Missing required parameter: '{}.type'.", p), p + ".type");
-    if (images != nullptr && *type == "image_url") {
-      const auto* iu = f.get("image_url");
-      std::string url;
-      if (iu != nullptr && iu->is_object() && iu->contains("url") && (*iu)["url"].is_string())
-        url = (*iu)["url"].get<std::string>();
-      else if (iu != nullptr && iu->is_string())
-        url = iu->get<std::string>();
-      else
-        throw invalid_request(fmt::format("Missing required parameter: '{}.image_url.url'.", p), p + ".image_url.url");
-      images->push_back({p + ".image_url", std::move(url)});
+    if (images != nullptr && *type == image_type) {
+      images->push_back(image_type == "input_image" ? responses_image_part(f, p) : chat_image_part(f, p));
       texts.emplace_back(kImagePlaceholder);
       has_image = true;
       continue;
@@ -45,12 +39,12 @@ std::string message_text(const nlohmann::ordered_json& content, const std::strin
     if (std::find(text_types.begin(), text_types.end(), *type) == text_types.end()) {
       const bool media = type->find("image") != std::string::npos || type->find("audio") != std::string::npos ||
                          type->find("file") != std::string::npos || type->find("video") != std::string::npos;
-      throw unsupported(media ? fmt::format("Content parts of type '{}' are not supported: this server reads text "
-                                            "only.",
-                                            *type)
-                              : fmt::format("Invalid value for '{}.type': '{}' is not a known text content part.",
-                                            p, *type),
-                        p + ".type");
+      throw unsupported(
+          media ? fmt::format("Content parts of type '{}' are not supported: this server reads text "
+                              "only.",
+                              *type)
+                : fmt::format("Invalid value for '{}.type': '{}' is not a known text content part.", p, *type),
+          p + ".type");
     }
     const auto t = f.string("text");
     if (!t) throw invalid_request(fmt::format("Missing required parameter: '{}.text'.", p), p + ".text");
@@ -67,9 +61,9 @@ std::string message_text(const nlohmann::ordered_json& content, const std::strin
 nlohmann::ordered_json normalize_chat_message(const nlohmann::ordered_json& m, const std::string& param,
                                               std::vector<ImagePart>* images) {
   if (!m.is_object())
-    throw invalid_request(fmt::format("Invalid type for '{}': expected an object, but got {} instead.", param,
-                                      json_type_name(m)),
-                          param, "invalid_type");
+    throw invalid_request(
+        fmt::format("Invalid type for '{}': expected an object, but got {} instead.", param, json_type_name(m)), param,
+        "invalid_type");
   const JsonFields f(m, param + ".");
   auto role = f.string("role");
   if (!role) throw invalid_request(fmt::format("Missing required parameter: '{}.role'.", param), param + ".role");
@@ -92,9 +86,9 @@ nlohmann::ordered_json normalize_chat_message(const nlohmann::ordered_json& m, c
   }
   if (tool_calls) {
     if (*role != "assistant")
-      throw invalid_request(fmt::format("Invalid parameter: '{}.tool_calls' is only allowed on assistant messages.",
-                                        param),
-                            param + ".tool_calls");
+      throw invalid_request(
+          fmt::format("Invalid parameter: '{}.tool_calls' is only allowed on assistant messages.", param),
+          param + ".tool_calls");
     out["tool_calls"] = *tool_calls;
   }
   // Reasoning of an earlier assistant turn (vLLM's reasoning_content, or reasoning): templates that show it
@@ -130,15 +124,15 @@ ChatRequest parse_chat_request(const nlohmann::ordered_json& body) {
   const auto* messages = f.array("messages");
   if (!messages) throw invalid_request("Missing required parameter: 'messages'.", "messages");
   if (messages->empty())
-    throw invalid_request("Invalid 'messages': expected a non-empty list of messages.", "messages",
-                          "invalid_value");
+    throw invalid_request("Invalid 'messages': expected a non-empty list of messages.", "messages", "invalid_value");
   for (std::size_t i = 0; i < messages->size(); ++i)
     r.messages.push_back(normalize_chat_message((*messages)[i], fmt::format("messages[{}]", i), &r.images));
 
   r.sampling = parse_sampling_fields(f, {"max_completion_tokens", "max_tokens"});
   parse_adjustment_fields(f, r.sampling);
   r.stream = f.boolean("stream").value_or(false);
-  if (const auto* so = f.object("stream_options")) r.include_usage = JsonFields(*so, "stream_options.").boolean("include_usage").value_or(false);
+  if (const auto* so = f.object("stream_options"))
+    r.include_usage = JsonFields(*so, "stream_options.").boolean("include_usage").value_or(false);
   r.user = f.string("user");
   if (const auto* kw = f.object("chat_template_kwargs")) r.template_kwargs = *kw;
   apply_reasoning_effort(f, r.template_kwargs);

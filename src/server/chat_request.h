@@ -1,7 +1,7 @@
 #pragma once
 // POST /v1/chat/completions: the request body read and validated into what the engine renders.
-#include <nlohmann/json.hpp>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,10 +47,12 @@ void apply_reasoning_effort(const JsonFields& fields, nlohmann::ordered_json& te
 
 // The text of a message "content": a string, or a list of text parts (types in `text_types`) joined by "\n".
 // Other part types are refused (this server reads text only). `param` names the field in errors.
-// With `images`, image_url parts are taken too: each becomes kImagePlaceholder in the text and is appended to
+// With `images`, image parts of type `image_type` are taken too (chat completions' image_url, the Responses API's
+// input_image; server/image_parts.h reads them): each becomes kImagePlaceholder in the text and is appended to
 // `images`, and a content holding one joins its parts with nothing between them (as Qwen's templates render them).
 std::string message_text(const nlohmann::ordered_json& content, const std::string& param,
-                         std::initializer_list<std::string_view> text_types, std::vector<ImagePart>* images = nullptr);
+                         std::initializer_list<std::string_view> text_types, std::vector<ImagePart>* images = nullptr,
+                         std::string_view image_type = "image_url");
 
 // One chat message normalized as ChatRequest::messages describes; throws ApiError naming `param`.
 nlohmann::ordered_json normalize_chat_message(const nlohmann::ordered_json& message, const std::string& param,

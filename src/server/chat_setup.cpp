@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "server/api_error.h"
+#include "server/image_fetch.h"
 
 namespace tf::server {
 
@@ -41,7 +42,8 @@ ChatSetup prepare_chat(ApiContext& ctx, const ChatRequest& request, const std::s
                                     "--vision` (a checkpoint with a vision tower) to send images.",
                                     request.images.front().param),
                         request.images.front().param);
-    images = read_images(*encoder, request.images, prompt);
+    const auto fetcher = ctx.options().vision_urls ? make_curl_image_fetcher() : nullptr;
+    images = read_images(*encoder, request.images, prompt, {}, fetcher.get(), param);
   }
   s.generation = plan_generation(service, ctx.options(), std::move(prompt), request.sampling, param);
   s.generation.images = std::move(images);

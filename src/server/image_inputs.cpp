@@ -39,18 +39,14 @@ bool base64_decode(std::string_view in, std::vector<std::uint8_t>& out) {
   return true;
 }
 
-std::uint64_t fnv1a(const std::vector<std::uint8_t>& b) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (const auto c : b) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
+bool is_fetched_url(const std::string& url) { return url.rfind("https://", 0) == 0 || url.rfind("http://", 0) == 0; }
 
 }  // namespace
 
 std::vector<std::uint8_t> data_url_bytes(const std::string& url, const std::string& param, std::size_t max_bytes) {
-  if (url.rfind("https://", 0) == 0 || url.rfind("http://", 0) == 0)
-    throw unsupported(fmt::format("Invalid '{}': image URLs are not fetched by this server; send the image inline as "
-                                  "a data: URL (data:image/png;base64,...).",
+  if (is_fetched_url(url))
+    throw unsupported(fmt::format("Invalid '{}': image URLs are fetched only by a server started with --vision-urls; "
+                                  "send the image inline as a data: URL (data:image/png;base64,...).",
                                   param),
                       param);
   if (url.rfind("data:", 0) != 0)
@@ -72,8 +68,7 @@ std::vector<std::uint8_t> data_url_bytes(const std::string& url, const std::stri
         param, "image_too_large");
   std::vector<std::uint8_t> bytes;
   if (!base64_decode(data, bytes))
-    throw invalid_request(fmt::format("Invalid '{}': the data: URL's base64 is malformed.", param), param,
-                          "invalid_value");
+    throw invalid_request(fmt::format("Invalid '{}': the image's base64 is malformed.", param), param, "invalid_value");
   if (bytes.size() > max_bytes)
     throw invalid_request(fmt::format("Invalid '{}': the image is {:.1f} MiB; the limit is {:.0f} MiB an image.", param,
                                       static_cast<double>(bytes.size()) / kMiB, static_cast<double>(max_bytes) / kMiB),
@@ -82,18 +77,19 @@ std::vector<std::uint8_t> data_url_bytes(const std::string& url, const std::stri
 }
 
 std::shared_ptr<const StreamImages> read_images(const ImageEncoder& encoder, const std::vector<ImagePart>& parts,
-                                                std::vector<std::int32_t>& prompt, const ImageLimits& limits) {
+                                                std::vector<std::int32_t>& prompt, const ImageLimits& limits,
+                                                const ImageFetcher* fetcher, const std::string& prompt_param) {
   if (parts.size() > limits.images)
     throw invalid_request(fmt::format("Invalid '{}': the conversation holds {} images; the limit is {}.",
                                       parts[limits.images].param, parts.size(), limits.images),
                           parts[limits.images].param, "too_many_images");
   // Every check before any image goes through the tower.
   std::vector<vision::RgbImage> pixels;
-  std::vector<std::uint64_t> hashes;
   std::size_t total = 0;
   std::int64_t tokens = 0;
   for (const auto& p : parts) {
-    auto bytes = data_url_bytes(p.url, p.param, limits.bytes_per_image);
+    auto bytes = fetcher != nullptr && is_fetched_url(p.url) ? fetcher->fetch(p.url, p.param, limits.bytes_per_image)
+                                                             : data_url_bytes(p.url, p.param, limits.bytes_per_image);
     total += bytes.size();
     if (total > limits.total_bytes)
       throw invalid_request(
@@ -111,16 +107,15 @@ std::shared_ptr<const StreamImages> read_images(const ImageEncoder& encoder, con
       throw invalid_request(fmt::format("Invalid '{}': the request's images take {} visual tokens; the limit is {}.",
                                         p.param, tokens, limits.visual_tokens),
                             p.param, "too_many_visual_tokens");
-    hashes.push_back(fnv1a(bytes));
   }
   const std::int32_t pad = encoder.token_ids().image;
   std::size_t pads = 0;
   for (const auto t : prompt) pads += t == pad;
   if (pads != parts.size())
-    throw invalid_request(fmt::format("Invalid 'messages': the prompt holds {} image placeholder tokens for {} images "
+    throw invalid_request(fmt::format("Invalid '{}': the prompt holds {} image placeholder tokens for {} images "
                                       "(the text may not contain the model's image tokens).",
-                                      pads, parts.size()),
-                          "messages", "invalid_value");
+                                      prompt_param, pads, parts.size()),
+                          prompt_param, "invalid_value");
   std::vector<ImageSpan> spans;
   std::vector<std::int32_t> widened;
   widened.reserve(prompt.size() + static_cast<std::size_t>(tokens));
@@ -132,7 +127,6 @@ std::shared_ptr<const StreamImages> read_images(const ImageEncoder& encoder, con
     const std::size_t i = spans.size();
     ImageSpan s = encoder.encode(pixels[i]);
     s.start = static_cast<std::int64_t>(widened.size());
-    s.content_hash = fmt::format("{:016x}", hashes[i]);
     widened.insert(widened.end(), static_cast<std::size_t>(s.tokens()), pad);
     spans.push_back(std::move(s));
   }

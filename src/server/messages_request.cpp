@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "server/api_error.h"
+#include "server/image_parts.h"
 #include "server/json_fields.h"
 
 namespace tf::server {
@@ -34,8 +35,9 @@ std::string text_of_blocks(const json& content, const std::string& param) {
   return text;
 }
 
-// One Anthropic message as OpenAI-shaped chat messages (a user turn's tool results become tool messages).
-void add_message(const json& m, const std::string& p, json& out) {
+// One Anthropic message as OpenAI-shaped chat messages (a user turn's tool results become tool messages); a user
+// turn's image blocks go to `images` and leave kImagePlaceholder where they were in its text.
+void add_message(const json& m, const std::string& p, json& out, std::vector<ImagePart>& images) {
   if (!m.is_object()) throw invalid_request(fmt::format("Invalid type for '{}': expected an object.", p), p);
   const JsonFields f(m, p + ".");
   const auto role = f.string("role");
@@ -49,9 +51,12 @@ void add_message(const json& m, const std::string& p, json& out) {
     return;
   }
   if (!content->is_array())
-    throw invalid_request(fmt::format("Invalid type for '{}.content': expected a string or a list of content blocks.", p),
-                          p + ".content", "invalid_type");
-  std::string text, thinking;
+    throw invalid_request(
+        fmt::format("Invalid type for '{}.content': expected a string or a list of content blocks.", p), p + ".content",
+        "invalid_type");
+  std::vector<std::string> pieces;  // text blocks and image placeholders, in order
+  std::string thinking;
+  bool has_image = false;
   json calls = json::array();
   for (std::size_t i = 0; i < content->size(); ++i) {
     const std::string bp = fmt::format("{}.content[{}]", p, i);
@@ -63,8 +68,11 @@ void add_message(const json& m, const std::string& p, json& out) {
     if (*type == "text") {
       const auto t = b.string("text");
       if (!t) throw invalid_request(fmt::format("Missing required parameter: '{}.text'.", bp), bp + ".text");
-      if (!text.empty()) text += "\n";
-      text += *t;
+      pieces.push_back(*t);
+    } else if (*type == "image" && *role == "user") {
+      images.push_back(anthropic_image_part(b, bp));
+      pieces.emplace_back(kImagePlaceholder);
+      has_image = true;
     } else if (*type == "tool_use" && *role == "assistant") {
       const auto id = b.string("id"), name = b.string("name");
       if (!id || !name)
@@ -76,7 +84,8 @@ void add_message(const json& m, const std::string& p, json& out) {
                        {"function", {{"name", *name}, {"arguments", (input ? *input : json::object()).dump()}}}});
     } else if (*type == "tool_result" && *role == "user") {
       const auto id = b.string("tool_use_id");
-      if (!id) throw invalid_request(fmt::format("Missing required parameter: '{}.tool_use_id'.", bp), bp + ".tool_use_id");
+      if (!id)
+        throw invalid_request(fmt::format("Missing required parameter: '{}.tool_use_id'.", bp), bp + ".tool_use_id");
       const auto* c = b.get("content");
       std::string result = c ? text_of_blocks(*c, bp + ".content") : "";
       if (b.boolean("is_error").value_or(false)) result = "Error: " + result;
@@ -96,6 +105,13 @@ void add_message(const json& m, const std::string& p, json& out) {
                                         bp, *type, *role),
                             bp + ".type", "invalid_value");
     }
+  }
+  // Text blocks are joined by newlines; a content with an image has its parts joined with nothing between them,
+  // as chat completions joins such a content (the same image and text make the same prompt on either API).
+  std::string text;
+  for (const auto& piece : pieces) {
+    if (!text.empty() && !has_image) text += "\n";
+    text += piece;
   }
   if (*role == "assistant") {
     json msg = {{"role", "assistant"}, {"content", text}};
@@ -124,7 +140,8 @@ void read_tools(const JsonFields& f, json& openai) {
       json function = {{"name", tf.get("name") ? *tf.get("name") : json()}};
       if (const auto* d = tf.get("description")) function["description"] = *d;
       const auto* schema = tf.get("input_schema");
-      if (!schema) throw invalid_request(fmt::format("Missing required parameter: '{}.input_schema'.", p), p + ".input_schema");
+      if (!schema)
+        throw invalid_request(fmt::format("Missing required parameter: '{}.input_schema'.", p), p + ".input_schema");
       if (!schema->is_object())
         throw invalid_request(fmt::format("Invalid '{}.input_schema': expected a JSON Schema object.", p),
                               p + ".input_schema", "invalid_type");
@@ -136,10 +153,14 @@ void read_tools(const JsonFields& f, json& openai) {
   if (const auto* choice = f.object("tool_choice")) {
     const JsonFields c(*choice, "tool_choice.");
     const auto type = c.string("type");
-    if (type == "auto") openai["tool_choice"] = "auto";
-    else if (type == "any") openai["tool_choice"] = "required";
-    else if (type == "none") openai["tool_choice"] = "none";
-    else if (type == "tool") openai["tool_choice"] = {{"type", "function"}, {"function", {{"name", c.get("name") ? *c.get("name") : json()}}}};
+    if (type == "auto")
+      openai["tool_choice"] = "auto";
+    else if (type == "any")
+      openai["tool_choice"] = "required";
+    else if (type == "none")
+      openai["tool_choice"] = "none";
+    else if (type == "tool")
+      openai["tool_choice"] = {{"type", "function"}, {"function", {{"name", c.get("name") ? *c.get("name") : json()}}}};
     else
       throw invalid_request("Invalid 'tool_choice.type': expected 'auto', 'any', 'tool' or 'none'.", "tool_choice.type",
                             "invalid_value");
@@ -155,15 +176,17 @@ MessagesRequest parse_messages_request(const json& body, bool count_only) {
   r.model = f.string("model");
   // The equivalent chat completions body, read by the chat request's own parser.
   json openai = {{"messages", json::array()}};
-  if (const auto* system = f.get("system")) openai["messages"].push_back({{"role", "system"}, {"content", text_of_blocks(*system, "system")}});
+  if (const auto* system = f.get("system"))
+    openai["messages"].push_back({{"role", "system"}, {"content", text_of_blocks(*system, "system")}});
   const auto* messages = f.array("messages");
   if (!messages) throw invalid_request("Missing required parameter: 'messages'.", "messages");
+  std::vector<ImagePart> images;
   // Anthropic's rules: the conversation starts with a user turn.
   if (!messages->empty() && (*messages)[0].is_object() && (*messages)[0].value("role", "") == "assistant")
     throw invalid_request("messages[0].role: the first message must use the \"user\" role.", "messages[0].role",
                           "invalid_value");
   for (std::size_t i = 0; i < messages->size(); ++i)
-    add_message((*messages)[i], fmt::format("messages[{}]", i), openai["messages"]);
+    add_message((*messages)[i], fmt::format("messages[{}]", i), openai["messages"], images);
   if (openai["messages"].empty())
     throw invalid_request("Invalid 'messages': expected at least one message.", "messages", "invalid_value");
   if (!count_only) {
@@ -218,6 +241,7 @@ MessagesRequest parse_messages_request(const json& body, bool count_only) {
       param = param->substr(0, param->find(".function.")) + "." + param->substr(param->find(".function.") + 10);
     throw ApiError(e.status(), e.type(), e.what(), param, e.code());
   }
+  r.chat.images = std::move(images);  // their placeholders are in the messages' text, in this order
   return r;
 }
 

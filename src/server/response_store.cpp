@@ -8,7 +8,9 @@ ResponseStore::ResponseStore(std::size_t max_items, std::size_t max_bytes)
     : max_items_(max_items), max_bytes_(max_bytes) {}
 
 std::size_t ResponseStore::entry_bytes(const StoredResponse& e) {
-  return dump_json(e.response).size() + dump_json(e.conversation).size() + 64;
+  std::size_t images = 0;
+  for (const auto& i : e.images) images += i.param.size() + i.url.size();
+  return dump_json(e.response).size() + dump_json(e.conversation).size() + images + 64;
 }
 
 bool ResponseStore::put(const std::string& id, StoredResponse entry) {

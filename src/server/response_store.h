@@ -8,12 +8,18 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
+#include <vector>
+
+#include "server/image_inputs.h"
 
 namespace tf::server {
 
 struct StoredResponse {
   nlohmann::ordered_json response;      // the response object as returned
   nlohmann::ordered_json conversation;  // the chat messages through this response's output (instructions excluded)
+  // The conversation's images (--vision), in prompt order: its messages hold their placeholders, so a response
+  // that continues it sends them again.
+  std::vector<ImagePart> images;
 };
 
 class ResponseStore {

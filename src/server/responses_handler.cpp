@@ -25,20 +25,21 @@ namespace {
 // Keeps a finished response (and the conversation through its answer) when the request asked to store it.
 class Keeper {
  public:
-  Keeper(ApiContext& ctx, bool store, nlohmann::ordered_json conversation)
-      : ctx_(ctx), store_(store), conversation_(std::move(conversation)) {}
+  Keeper(ApiContext& ctx, bool store, nlohmann::ordered_json conversation, std::vector<ImagePart> images)
+      : ctx_(ctx), store_(store), conversation_(std::move(conversation)), images_(std::move(images)) {}
   // `answer`: the assistant message (content, and tool_calls when the reply called tools).
   void keep(const std::string& id, const nlohmann::ordered_json& response, nlohmann::ordered_json answer) {
     if (!store_) return;
     auto conversation = conversation_;
     conversation.push_back(std::move(answer));
-    ctx_.store().put(id, StoredResponse{response, std::move(conversation)});
+    ctx_.store().put(id, StoredResponse{response, std::move(conversation), images_});
   }
 
  private:
   ApiContext& ctx_;
   bool store_;
   nlohmann::ordered_json conversation_;
+  std::vector<ImagePart> images_;
 };
 
 // Where a streamed response's token log-probabilities come from (include message.output_text.logprobs): each
@@ -169,9 +170,9 @@ class ResponseItemsSse final : public SseFormatter {
     } else if (kind_ == "function_call") {
       out += event("response.function_call_arguments.done",
                    {{"item_id", item_id_}, {"output_index", index_}, {"arguments", text_}});
-      out += event("response.output_item.done",
-                   {{"output_index", index_},
-                    {"item", function_call_item(item_id_, call_id_, name_, text_, "completed")}});
+      out += event(
+          "response.output_item.done",
+          {{"output_index", index_}, {"item", function_call_item(item_id_, call_id_, name_, text_, "completed")}});
     }
     kind_.clear();
     text_.clear();
@@ -191,17 +192,22 @@ class ResponseItemsSse final : public SseFormatter {
         if (kind_ != "reasoning") {
           item_id_ = random_id("rs_", 32);
           ids_.reasoning = item_id_;
-          out += open_item("reasoning", {{"type", "reasoning"}, {"id", item_id_}, {"summary", json::array()}, {"content", json::array()}});
+          out += open_item(
+              "reasoning",
+              {{"type", "reasoning"}, {"id", item_id_}, {"summary", json::array()}, {"content", json::array()}});
         }
         text_ += d["reasoning_content"].get<std::string>();
-        out += event("response.reasoning_text.delta", {{"item_id", item_id_}, {"output_index", index_},
-                                                       {"content_index", 0}, {"delta", d["reasoning_content"]}});
+        out += event(
+            "response.reasoning_text.delta",
+            {{"item_id", item_id_}, {"output_index", index_}, {"content_index", 0}, {"delta", d["reasoning_content"]}});
       } else if (d.contains("content")) {
         if (d["content"].get<std::string>().empty()) continue;
         if (kind_ != "message") {
           out += open_item("message", output_message(meta_, "", "in_progress", false));
-          out += event("response.content_part.added", {{"item_id", meta_.message_id}, {"output_index", index_},
-                                                        {"content_index", 0}, {"part", output_text_part("")}});
+          out += event("response.content_part.added", {{"item_id", meta_.message_id},
+                                                       {"output_index", index_},
+                                                       {"content_index", 0},
+                                                       {"part", output_text_part("")}});
         }
         text_ += d["content"].get<std::string>();
         const auto records = logprobs_.take();
@@ -253,14 +259,18 @@ void handle_create_response(ApiContext& ctx, const httplib::Request& req, httpli
   const auto model = ctx.check_model(request.model);
 
   nlohmann::ordered_json conversation = nlohmann::ordered_json::array();
+  std::vector<ImagePart> images;
   if (request.previous_response_id) {
     const auto previous = ctx.store().get(*request.previous_response_id);
     if (!previous)
       throw invalid_request(fmt::format("Previous response with id '{}' not found.", *request.previous_response_id),
                             "previous_response_id", "previous_response_not_found");
     conversation = previous->conversation;
+    // Checked when they came; a limit that fails now (too many in the conversation) names the continuation.
+    for (const auto& i : previous->images) images.push_back({"previous_response_id", i.url});
   }
   for (const auto& m : request.input) conversation.push_back(m);
+  images.insert(images.end(), request.images.begin(), request.images.end());
 
   // Each tool output answers a call made earlier in the conversation.
   {
@@ -287,6 +297,7 @@ void handle_create_response(ApiContext& ctx, const httplib::Request& req, httpli
   chat.sampling = request.sampling;
   chat.tools = request.tools;
   chat.structured = request.structured;
+  chat.images = images;
   auto setup = prepare_chat(ctx, chat, "input");
   auto reader = setup.reader(chat);
   auto& plan = setup.generation;
@@ -305,7 +316,7 @@ void handle_create_response(ApiContext& ctx, const httplib::Request& req, httpli
   if (request.metadata.is_object()) meta.metadata = request.metadata;
   if (request.user) meta.user = *request.user;
 
-  Keeper keeper(ctx, request.store, std::move(conversation));
+  Keeper keeper(ctx, request.store, std::move(conversation), std::move(images));
   const bool logprobs = plan.logprobs >= 0;
   auto generation = std::make_shared<Generation>(ctx, req, std::move(plan));
   if (request.stream) {

@@ -13,8 +13,8 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-// One input item into `messages` (see ResponsesRequest::input).
-void add_input_item(const json& item, const std::string& param, json& messages) {
+// One input item into `messages` (see ResponsesRequest::input); its input_image parts into `images`.
+void add_input_item(const json& item, const std::string& param, json& messages, std::vector<ImagePart>& images) {
   if (!item.is_object())
     throw invalid_request(fmt::format("Invalid type for '{}': expected an input item object, but got {} instead.",
                                       param, json_type_name(item)),
@@ -36,9 +36,11 @@ void add_input_item(const json& item, const std::string& param, json& messages) 
   }
   if (type == "function_call_output") {
     const auto call_id = f.string("call_id");
-    if (!call_id) throw invalid_request(fmt::format("Missing required parameter: '{}.call_id'.", param), param + ".call_id");
+    if (!call_id)
+      throw invalid_request(fmt::format("Missing required parameter: '{}.call_id'.", param), param + ".call_id");
     const auto* output = f.get("output");
-    if (!output) throw invalid_request(fmt::format("Missing required parameter: '{}.output'.", param), param + ".output");
+    if (!output)
+      throw invalid_request(fmt::format("Missing required parameter: '{}.output'.", param), param + ".output");
     messages.push_back({{"role", "tool"},
                         {"tool_call_id", *call_id},
                         {"content", message_text(*output, param + ".output", {"input_text", "output_text", "text"})}});
@@ -60,7 +62,8 @@ void add_input_item(const json& item, const std::string& param, json& messages) 
   if (!content)
     throw invalid_request(fmt::format("Missing required parameter: '{}.content'.", param), param + ".content");
   messages.push_back({{"role", *role == "developer" ? "system" : *role},
-                      {"content", message_text(*content, param + ".content", {"input_text", "output_text", "text"})}});
+                      {"content", message_text(*content, param + ".content", {"input_text", "output_text", "text"},
+                                               &images, "input_image")}});
 }
 
 // True when object `o` has `key` set to the string `want` (a null, a number or an object there is not).
@@ -117,7 +120,7 @@ ResponsesRequest parse_responses_request(const nlohmann::ordered_json& body) {
     if (input->empty())
       throw invalid_request("Invalid 'input': expected a non-empty list of input items.", "input", "invalid_value");
     for (std::size_t i = 0; i < input->size(); ++i) {
-      add_input_item((*input)[i], fmt::format("input[{}]", i), r.input);
+      add_input_item((*input)[i], fmt::format("input[{}]", i), r.input, r.images);
       r.input_index.resize(r.input.size(), i);
     }
   } else {
@@ -134,13 +137,13 @@ ResponsesRequest parse_responses_request(const nlohmann::ordered_json& body) {
   r.user = f.string("user");
   if (const auto* md = f.object("metadata")) {
     if (md->size() > 16)
-      throw invalid_request("Invalid 'metadata': at most 16 key-value pairs are allowed.", "metadata",
-                            "invalid_value");
+      throw invalid_request("Invalid 'metadata': at most 16 key-value pairs are allowed.", "metadata", "invalid_value");
     for (const auto& [k, v] : md->items())
       if (!v.is_string() || k.size() > 64 || v.get<std::string>().size() > 512)
-        throw invalid_request("Invalid 'metadata': keys are strings of at most 64 characters and values strings of "
-                              "at most 512.",
-                              "metadata", "invalid_value");
+        throw invalid_request(
+            "Invalid 'metadata': keys are strings of at most 64 characters and values strings of "
+            "at most 512.",
+            "metadata", "invalid_value");
     r.metadata = *md;
   }
   if (const auto* kw = f.object("chat_template_kwargs")) r.template_kwargs = *kw;

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "server/image_inputs.h"
 #include "server/sampling_fields.h"
 #include "server/structured_fields.h"
 #include "server/tool_fields.h"
@@ -18,7 +19,7 @@ struct ResponsesRequest {
   // reasoning items are dropped (templates do not take earlier reasoning back).
   nlohmann::ordered_json input = nlohmann::ordered_json::array();
   std::optional<std::string> instructions;  // a system message ahead of the conversation; never carried over
-  SamplingFields sampling;  // max_output_tokens; extensions: top_k, min_p, seed, stop, draft
+  SamplingFields sampling;                  // max_output_tokens; extensions: top_k, min_p, seed, stop, draft
   // include: ["message.output_text.logprobs"] sets sampling.logprobs to top_logprobs (0 when unset); the
   // output_text part then carries every generated token's log-probability.
   bool stream = false;
@@ -31,6 +32,8 @@ struct ResponsesRequest {
   // {"type": "function", "name"}), parallel_tool_calls: read as chat completions reads them.
   ToolSettings tools;
   StructuredOutput structured;  // text.format json_object / json_schema
+  // input_image parts of message items, in prompt order (each is kImagePlaceholder in its message's content).
+  std::vector<ImagePart> images;
   // The input item each message came from (input[i]), for errors about the tool turns.
   std::vector<std::size_t> input_index;
 };

@@ -41,6 +41,8 @@ struct ServerOptions {
   std::int64_t reasoning_budget = 0;
   // --vision: chat requests may carry images (server/image_inputs.h has the limits).
   bool vision = false;
+  // --vision-urls: https image URLs are fetched (server/image_fetch.h has the policy); else they are refused.
+  bool vision_urls = false;
 };
 
 }  // namespace tf::server

@@ -70,6 +70,36 @@ TEST(PromptCache, LongestPrefixAndLruUnderBudget) {
   EXPECT_EQ(s.hits, 2);
 }
 
+// Image placeholders are the same tokens whatever the image: a prefix holding an image is keyed by the image's
+// place and content hash too, so another image in the same place misses, and a point inside an image is never a
+// resume point. A prefix before the first image is a text prefix (shared with text prompts).
+TEST(PromptCache, ImagePrefixesAreKeyedByTheImagesContent) {
+  PromptCache c({.memory_bytes = 1000, .snapshot_dir = "", .disk_bytes = 0, .identity = "m"});
+  const std::vector<std::int32_t> t = {1, 2, 9, 9, 9, 9, 3, 4, 5, 6};
+  const std::vector<std::int64_t> points = {2, 4, 7, 9};
+  const std::vector<PromptImage> cat = {{2, 6, "cat"}}, dog = {{2, 6, "dog"}}, cat_later = {{3, 7, "cat"}};
+  c.insert(std::span(t).first(2), bytes_of(10, 2), cat);
+  c.insert(std::span(t).first(7), bytes_of(10, 7), cat);
+  c.insert(std::span(t).first(4), bytes_of(10, 4), cat);  // inside the image: not retained
+  EXPECT_EQ(c.stats().entries, 2);
+  EXPECT_TRUE(c.contains(std::span(t).first(7), cat));
+  EXPECT_FALSE(c.contains(std::span(t).first(7), dog));
+  EXPECT_FALSE(c.contains(std::span(t).first(7)));  // the same tokens as text
+  EXPECT_FALSE(c.contains(std::span(t).first(4), cat));
+  auto hit = c.lookup(t, points, cat);
+  EXPECT_EQ(hit.tokens, 7);
+  EXPECT_EQ(hit.state->host_bytes()[0], 7);
+  // Another image in the same place: only the text before it is reused.
+  hit = c.lookup(t, points, dog);
+  EXPECT_EQ(hit.tokens, 2);
+  EXPECT_EQ(hit.state->host_bytes()[0], 2);
+  EXPECT_EQ(c.lookup(t, points, cat_later).tokens, 2);
+  EXPECT_TRUE(c.contains(std::span(t).first(2)));  // a text prefix, whichever image follows
+  EXPECT_EQ(PromptCache::images_key(7, cat), "2-6:cat;");
+  EXPECT_EQ(PromptCache::images_key(2, cat), "");
+  EXPECT_FALSE(PromptCache::images_key(3, cat));
+}
+
 class PromptCacheDisk : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -102,6 +132,21 @@ TEST_F(PromptCacheDisk, SurvivesARestart) {
   ASSERT_TRUE(hit.state);
   EXPECT_EQ(hit.state->host_bytes(), bytes_of(1000, 9));
   EXPECT_EQ(c.stats().disk_loads, 1);
+}
+
+TEST_F(PromptCacheDisk, ImagePrefixesSurviveARestartUnderTheirImages) {
+  const std::vector<PromptImage> cat = {{1, 2, "cat"}}, dog = {{1, 2, "dog"}};
+  {
+    PromptCache c(opts("m"));
+    c.insert(std::span(t).first(3), bytes_of(1000, 9), cat);
+    c.flush();
+  }
+  PromptCache c(opts("m"));
+  EXPECT_FALSE(c.lookup(t, points, dog).state);
+  EXPECT_FALSE(c.lookup(t, points).state);
+  const auto hit = c.lookup(t, points, cat);
+  ASSERT_TRUE(hit.state);
+  EXPECT_EQ(hit.state->host_bytes(), bytes_of(1000, 9));
 }
 
 TEST_F(PromptCacheDisk, AnotherIdentityIsRemovedAtStart) {

@@ -102,8 +102,9 @@ TEST(MessagesRequest, ThinkingOfEarlierTurnsAndAnthropicsRanges) {
 }
 
 TEST(JsonFields, NumbersAreFiniteNonBooleanAndInRange) {
-  const json o = {{"t", 0.5}, {"b", true}, {"s", "1"}, {"big", 3.0}, {"inf", std::numeric_limits<double>::infinity()},
-                  {"n", nullptr}};
+  const json o = {
+      {"t", 0.5},    {"b", true}, {"s", "1"}, {"big", 3.0}, {"inf", std::numeric_limits<double>::infinity()},
+      {"n", nullptr}};
   const JsonFields f(o);
   EXPECT_DOUBLE_EQ(*f.number("t", 0, 2), 0.5);
   EXPECT_FALSE(f.number("n", 0, 2).has_value());
@@ -163,8 +164,8 @@ TEST(ChatRequest, ReadsTheOpenAIFields) {
 }
 
 TEST(ChatRequest, NullsKeepDefaults) {
-  const auto r = parse_chat_request(chat({{"temperature", nullptr}, {"stop", nullptr}, {"n", nullptr},
-                                          {"stream_options", nullptr}, {"seed", nullptr}}));
+  const auto r = parse_chat_request(chat(
+      {{"temperature", nullptr}, {"stop", nullptr}, {"n", nullptr}, {"stream_options", nullptr}, {"seed", nullptr}}));
   EXPECT_FALSE(r.sampling.temperature);
   EXPECT_TRUE(r.sampling.stop.empty());
   EXPECT_FALSE(r.sampling.seed);
@@ -175,10 +176,11 @@ TEST(ChatRequest, ContentPartsAreJoinedAndDeveloperIsSystem) {
   const auto r = parse_chat_request(
       {{"messages",
         {{{"role", "developer"}, {"content", "be brief"}},
-         {{"role", "user"},
-          {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}},
-         {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({{{"id", "c1"}, {"type", "function"},
-                                                                     {"function", {{"name", "f"}, {"arguments", "{}"}}}}})}},
+         {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}},
+         {{"role", "assistant"},
+          {"content", nullptr},
+          {"tool_calls",
+           json::array({{{"id", "c1"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", "{}"}}}}})}},
          {{"role", "tool"}, {"content", "42"}, {"tool_call_id", "c1"}}}}});
   EXPECT_EQ(r.messages[0]["role"], "system");
   EXPECT_EQ(r.messages[1]["content"], "a\nb");
@@ -206,6 +208,96 @@ TEST(ChatRequest, ImagePartsAreCollectedInOrder) {
   EXPECT_EQ(r.images[1].param, "messages[1].content[0].image_url");
   EXPECT_EQ(r.messages[0]["content"], std::string("a") + kImagePlaceholder + "b");
   EXPECT_EQ(r.messages[1]["content"], kImagePlaceholder);
+}
+
+// The Responses API's input_image parts and Anthropic's image blocks take the chat path: the same placeholder in
+// the text (parts joined with nothing between them), the part collected in order, naming the API's own field.
+TEST(ResponsesRequest, InputImagePartsAreCollectedInOrder) {
+  const auto r = parse_responses_request(
+      {{"input",
+        {{{"role", "user"},
+          {"content",
+           {{{"type", "input_image"}, {"image_url", "data:image/png;base64,AAAA"}, {"detail", "auto"}},
+            {{"type", "input_text"}, {"text", "Describe."}}}}}}}});
+  ASSERT_EQ(r.images.size(), 1u);
+  EXPECT_EQ(r.images[0].param, "input[0].content[0].image_url");
+  EXPECT_EQ(r.images[0].url, "data:image/png;base64,AAAA");
+  EXPECT_EQ(r.input[0]["content"], std::string(kImagePlaceholder) + "Describe.");
+}
+
+TEST(ResponsesRequest, RefusesBadImageParts) {
+  const auto part = [](json p) { return json{{"input", {{{"role", "user"}, {"content", {std::move(p)}}}}}}; };
+  const std::pair<json, std::string> cases[] = {
+      {part({{"type", "input_image"}, {"image_url", "data:,"}, {"detail", "huge"}}), "input[0].content[0].detail"},
+      {part({{"type", "input_image"}, {"file_id", "file-1"}}), "input[0].content[0].file_id"},
+      {part({{"type", "input_image"}}), "input[0].content[0].image_url"},
+      {part({{"type", "input_image"}, {"image_url", 5}}), "input[0].content[0].image_url"},
+  };
+  for (const auto& [body, param] : cases) {
+    try {
+      parse_responses_request(body);
+      ADD_FAILURE() << body.dump();
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400);
+      EXPECT_EQ(e.param(), param) << body.dump();
+    }
+  }
+}
+
+TEST(MessagesRequest, ImageBlocksAreCollectedInOrder) {
+  const auto r = parse_messages_request(
+      {{"max_tokens", 4},
+       {"system", "Be brief."},
+       {"messages",
+        {{{"role", "user"},
+          {"content",
+           {{{"type", "image"}, {"source", {{"type", "base64"}, {"media_type", "image/png"}, {"data", "AAAA"}}}},
+            {{"type", "text"}, {"text", "Describe."}}}}},
+         {{"role", "assistant"}, {"content", "A square."}},
+         {{"role", "user"},
+          {"content",
+           {{{"type", "text"}, {"text", "And"}},
+            {{"type", "text"}, {"text", "this?"}},
+            {{"type", "image"}, {"source", {{"type", "url"}, {"url", "https://example.com/b.png"}}}}}}}}}},
+      false);
+  ASSERT_EQ(r.chat.images.size(), 2u);
+  EXPECT_EQ(r.chat.images[0].param, "messages[0].content[0].source");
+  EXPECT_EQ(r.chat.images[0].url, "data:image/png;base64,AAAA");
+  EXPECT_EQ(r.chat.images[1].param, "messages[2].content[2].source");
+  EXPECT_EQ(r.chat.images[1].url, "https://example.com/b.png");
+  EXPECT_EQ(r.chat.messages[1]["content"], std::string(kImagePlaceholder) + "Describe.");
+  EXPECT_EQ(r.chat.messages[3]["content"], std::string("Andthis?") + kImagePlaceholder);
+}
+
+TEST(MessagesRequest, RefusesBadImageBlocks) {
+  const auto block = [](json b) {
+    return json{{"max_tokens", 4}, {"messages", {{{"role", "user"}, {"content", {std::move(b)}}}}}};
+  };
+  const std::pair<json, std::string> cases[] = {
+      {block({{"type", "image"}}), "messages[0].content[0].source"},
+      {block({{"type", "image"}, {"source", {{"type", "base64"}, {"media_type", "image/gif"}, {"data", "R0lG"}}}}),
+       "messages[0].content[0].source.media_type"},
+      {block({{"type", "image"}, {"source", {{"type", "base64"}, {"media_type", "image/png"}}}}),
+       "messages[0].content[0].source.data"},
+      {block({{"type", "image"}, {"source", {{"type", "file"}, {"file_id", "f"}}}}),
+       "messages[0].content[0].source.type"},
+      {block({{"type", "image"}, {"source", {{"type", "url"}}}}), "messages[0].content[0].source.url"},
+      {json{{"max_tokens", 4},
+            {"messages",
+             {{{"role", "user"}, {"content", "hi"}},
+              {{"role", "assistant"},
+               {"content", {{{"type", "image"}, {"source", {{"type", "url"}, {"url", "https://a.b/c.png"}}}}}}}}}},
+       "messages[1].content[0].type"},
+  };
+  for (const auto& [body, param] : cases) {
+    try {
+      parse_messages_request(body, false);
+      ADD_FAILURE() << body.dump();
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400);
+      EXPECT_EQ(e.param(), param) << body.dump();
+    }
+  }
 }
 
 TEST(ChatRequest, RefusesBadMessages) {
@@ -273,7 +365,8 @@ TEST(ChatRequest, RefusesWrongTypesAndRanges) {
       {{{"logit_bias", {{"5", "1"}}}}, "logit_bias.5"},
       {{{"response_format", {{"type", "xml"}}}}, "response_format.type"},
       {{{"response_format", {{"type", "json_schema"}}}}, "response_format.json_schema"},
-      {{{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "string"}, {"not", 1}}}}}}}},
+      {{{"response_format",
+         {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "string"}, {"not", 1}}}}}}}},
        "response_format.json_schema.schema"},
       {{{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {}}, {"strict", 1}}}}}},
        "response_format.json_schema.strict"},
@@ -291,10 +384,16 @@ TEST(ChatRequest, RefusesWrongTypesAndRanges) {
 }
 
 TEST(ChatRequest, AcceptsHarmlessDefaults) {
-  EXPECT_NO_THROW(parse_chat_request(chat({{"logprobs", false}, {"top_logprobs", 0}, {"presence_penalty", 0},
-                                           {"frequency_penalty", 0.0}, {"logit_bias", json::object()},
-                                           {"response_format", {{"type", "text"}}}, {"tool_choice", "auto"},
-                                           {"stop", json::array()}, {"top_k", -1}, {"seed", -5}})));
+  EXPECT_NO_THROW(parse_chat_request(chat({{"logprobs", false},
+                                           {"top_logprobs", 0},
+                                           {"presence_penalty", 0},
+                                           {"frequency_penalty", 0.0},
+                                           {"logit_bias", json::object()},
+                                           {"response_format", {{"type", "text"}}},
+                                           {"tool_choice", "auto"},
+                                           {"stop", json::array()},
+                                           {"top_k", -1},
+                                           {"seed", -5}})));
   EXPECT_EQ(*parse_chat_request(chat({{"top_k", -1}})).sampling.top_k, 0);
   const auto none = parse_chat_request(
       chat({{"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}}, {"tool_choice", "none"}}));
@@ -307,17 +406,18 @@ TEST(ChatRequest, StructuredOutputCompilesToAGrammar) {
   const auto object = parse_chat_request(chat({{"response_format", {{"type", "json_object"}}}}));
   ASSERT_TRUE(object.structured.grammar);
   EXPECT_EQ(object.structured.kind, "json_object");
-  const auto schema = parse_chat_request(chat({{"response_format",
-                                                {{"type", "json_schema"},
-                                                 {"json_schema", {{"name", "n"}, {"strict", true},
-                                                                  {"schema", {{"type", "object"}}}}}}}}));
+  const auto schema = parse_chat_request(
+      chat({{"response_format",
+             {{"type", "json_schema"},
+              {"json_schema", {{"name", "n"}, {"strict", true}, {"schema", {{"type", "object"}}}}}}}}));
   ASSERT_TRUE(schema.structured.grammar);
   EXPECT_EQ(schema.structured.param, "response_format.json_schema.schema");
   EXPECT_EQ(parse_chat_request(chat({{"regex", "[0-9]+"}})).structured.kind, "regex");
   EXPECT_EQ(parse_chat_request(chat({{"grammar", "root ::= \"a\""}})).structured.kind, "grammar");
   const auto e = expect_error([&] {
-    parse_chat_request(chat({{"response_format", {{"type", "json_schema"},
-                                                  {"json_schema", {{"schema", {{"type", "integer"}, {"multipleOf", 2}}}}}}}}));
+    parse_chat_request(
+        chat({{"response_format",
+               {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "integer"}, {"multipleOf", 2}}}}}}}}));
   });
   EXPECT_NE(std::string(e.what()).find("'multipleOf'"), std::string::npos) << e.what();
 }
@@ -344,8 +444,9 @@ TEST(ChatRequest, SamplingSurface) {
 
 TEST(ChatRequest, StopListUpToSixteen) {
   EXPECT_EQ(parse_chat_request(chat({{"stop", {"a", "b"}}})).sampling.stop.size(), 2u);
-  EXPECT_EQ(expect_error([] { parse_chat_request(chat({{"stop", json(std::vector<std::string>(17, "x"))}})); })
-                .param(),
+  EXPECT_EQ(expect_error([] {
+              parse_chat_request(chat({{"stop", json(std::vector<std::string>(17, "x"))}}));
+            }).param(),
             "stop");
 }
 
@@ -406,8 +507,8 @@ TEST(CompletionRequest, RefusesBadPromptsAndUnsupportedOptions) {
   EXPECT_EQ(scored.sampling.logprobs, 2);
   EXPECT_EQ(scored.sampling.max_tokens, 0);
   EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"echo", true}, {"max_tokens", 3}}).sampling.max_tokens, 3);
-  EXPECT_NO_THROW(parse_completion_request({{"prompt", "x"}, {"echo", false}, {"logprobs", nullptr},
-                                            {"suffix", nullptr}, {"best_of", 1}}));
+  EXPECT_NO_THROW(parse_completion_request(
+      {{"prompt", "x"}, {"echo", false}, {"logprobs", nullptr}, {"suffix", nullptr}, {"best_of", 1}}));
 }
 
 TEST(ResponsesRequest, InputStringAndItems) {
@@ -452,7 +553,8 @@ TEST(ResponsesRequest, RefusesWhatItCannotServe) {
       {{{"input", 3}}, "input"},
       {{{"input", json::array()}}, "input"},
       {{{"input", {{{"type", "function_call_output"}, {"call_id", "c"}}}}}, "input[0].output"},
-      {{{"input", {{{"role", "user"}, {"content", {{{"type", "input_image"}, {"image_url", "x"}}}}}}}},
+      // input_image parts are read (ResponsesRequest.InputImagePartsAreCollectedInOrder); other media are not.
+      {{{"input", {{{"role", "user"}, {"content", {{{"type", "input_file"}, {"file_id", "x"}}}}}}}},
        "input[0].content[0].type"},
       {{{"input", {{{"role", "tool"}, {"content", "x"}}}}}, "input[0].role"},
       {{{"input", "x"}, {"temperature", false}}, "temperature"},
@@ -466,7 +568,8 @@ TEST(ResponsesRequest, RefusesWhatItCannotServe) {
       {{{"input", "x"}, {"tool_choice", {{"type", nullptr}}}}, "tool_choice.name"},
       {{{"input", "x"}, {"background", true}}, "background"},
       {{{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}}}}}}, "text.format.schema"},
-      {{{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}, {"schema", {{"type", "object"}, {"minProperties", 1}}}}}}}},
+      {{{"input", "x"},
+        {"text", {{"format", {{"type", "json_schema"}, {"schema", {{"type", "object"}, {"minProperties", 1}}}}}}}},
        "text.format.schema"},
       {{{"input", "x"}, {"text", {{"format", {{"type", "yaml"}}}}}}, "text.format.type"},
       {{{"input", "x"}, {"metadata", {{"k", 5}}}}, "metadata"},

@@ -61,7 +61,8 @@ TEST(ApiKeys, BearerTokens) {
 }
 
 StoredResponse entry(const std::string& text) {
-  return StoredResponse{{{"id", "x"}, {"text", text}}, nlohmann::ordered_json::array({{{"role", "user"}, {"content", text}}})};
+  return StoredResponse{
+      {{"id", "x"}, {"text", text}}, nlohmann::ordered_json::array({{{"role", "user"}, {"content", text}}}), {}};
 }
 
 TEST(ResponseStore, PutGetEraseReplace) {
