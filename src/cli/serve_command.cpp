@@ -1,11 +1,11 @@
 // `tensorfold serve [MODEL]`: binds the HTTP API, loads the engine, prints one startup report, and serves
 // until SIGINT or SIGTERM.
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -97,7 +97,7 @@ extern "C" void on_shutdown_signal(int sig) {
 class ShutdownSignal {
  public:
   ShutdownSignal() {
-    signal(SIGPIPE, SIG_IGN);  // a client that leaves mid-write is a failed write, not a dead server
+    signal(SIGPIPE, SIG_IGN);              // a client that leaves mid-write is a failed write, not a dead server
     if (pipe(g_signal_pipe) != 0) return;  // no pipe: the default actions stay (the process just ends)
     fcntl(g_signal_pipe[0], F_SETFD, FD_CLOEXEC);
     fcntl(g_signal_pipe[1], F_SETFD, FD_CLOEXEC);
@@ -142,9 +142,7 @@ class ShutdownSignal {
   bool ready_ = false, requested_ = false;
 };
 
-std::string url_host(const std::string& host) {
-  return host.find(':') != std::string::npos ? "[" + host + "]" : host;
-}
+std::string url_host(const std::string& host) { return host.find(':') != std::string::npos ? "[" + host + "]" : host; }
 
 std::string mib(std::size_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
@@ -275,7 +273,7 @@ int run_serve(const ServeFlags& f) {
       break;
     }
   }
-  srv.stop();     // cancels running generations, closes the listener, joins the connection threads
+  srv.stop();      // cancels running generations, closes the listener, joins the connection threads
   engine.reset();  // stops the engine's worker
   if (code == 0) fmt::print(stderr, "tensorfold serve: stopped\n");
   return code;
@@ -285,8 +283,9 @@ int run_serve(const ServeFlags& f) {
 
 Command add_serve_command(CLI::App& app) {
   auto f = std::make_shared<ServeFlags>();
-  auto* sub = app.add_subcommand("serve", "Serve MODEL (default: the embedded SmolLM2-135M-Instruct) over an "
-                                          "OpenAI-compatible HTTP API on http://127.0.0.1:8080/v1");
+  auto* sub = app.add_subcommand("serve",
+                                 "Serve MODEL (default: the embedded SmolLM2-135M-Instruct) over an "
+                                 "OpenAI-compatible HTTP API on http://127.0.0.1:8080/v1");
   sub->add_option("model", f->model,
                   "GGUF file, checkpoint directory, or hub repo Org/Name[@REV][:QUANT], pulled into the Hugging Face "
                   "cache first when missing (default: the embedded model)");
@@ -387,8 +386,10 @@ Command add_serve_command(CLI::App& app) {
                 "Take images in chat requests (OpenAI image_url parts with data: URLs; PNG, JPEG, WebP): loads the "
                 "checkpoint's vision tower (Qwen3.5/3.8 on the MLX CPU backend; docs/vision.md)");
   sub->add_flag("--no-drafts", f->no_drafts, "Decode serially: never draft (same output, bit for bit)");
-  sub->add_option("--chat-template", f->chat_template, "Jinja chat template file replacing the checkpoint's")
-      ->check(CLI::ExistingFile);
+  sub->add_option(
+         "--chat-template", f->chat_template,
+         "Jinja chat template file replacing the checkpoint's, or builtin:deepseek_v4 (DeepSeek-V4's encoding)")
+      ->check(CLI::ExistingFile | CLI::IsMember({"builtin:deepseek_v4"}));
   sub->add_option("--reasoning", f->reasoning,
                   "Thinking for requests that do not say (chat_template_kwargs.enable_thinking): on or off "
                   "(default: the chat template's own default)")
