@@ -263,6 +263,42 @@ PARSE = [
 ]
 
 
+def random_replies(ref, count=24, seed=7):
+    """Replies the reference's own encoder writes for random calls (seeded): an assistant turn rendered after a
+    user turn, less the prompt before it. Texts have no whitespace at their ends (our reasoning splitter drops it
+    around the reasoning, by design)."""
+    import random
+    rng = random.Random(seed)
+    texts = ["", "hi", "naïve 😀 \"q\" \\ \n line", "{a}", "日本語", "x < y > z"]
+
+    def value(depth=0):
+        r = rng.random()
+        if depth > 2 or r < 0.4:
+            return rng.choice([0, -7, 3.5, 1e-07, 1e+21, True, False, None, "s", "ü\n\"q\"", 1.0, "a</b>", ""])
+        if r < 0.7:
+            return [value(depth + 1) for _ in range(rng.randint(0, 3))]
+        return {rng.choice(["a", "é", "k k"]): value(depth + 1) for _ in range(rng.randint(0, 3))}
+
+    out = []
+    for i in range(count):
+        mode = rng.choice(["chat", "thinking"])
+        calls = [call(f"c{k}", rng.choice(["get_weather", "search", "now"]),
+                      json.dumps({rng.choice(["city", "q", "n", "ü"]): value() for _ in range(rng.randint(0, 4))},
+                                 ensure_ascii=rng.random() < 0.5))
+                 for k in range(rng.randint(0, 3))]
+        turn = {"role": "assistant", "content": rng.choice(texts)}
+        if calls:
+            turn["tool_calls"] = calls
+        if mode == "thinking":
+            turn["reasoning_content"] = rng.choice(texts)
+        user = [{"role": "user", "content": "u"}]
+        prompt = ref.encode_messages(user, thinking_mode=mode)
+        full = ref.encode_messages(user + [turn], thinking_mode=mode)
+        assert full.startswith(prompt)
+        out.append((f"random_{i}", full[len(prompt):], mode))
+    return out
+
+
 def load_reference(path):
     spec = importlib.util.spec_from_file_location("encoding_dsv4", path)
     mod = importlib.util.module_from_spec(spec)
@@ -313,7 +349,7 @@ def main():
         prompt = ref.encode_messages(copy.deepcopy(req["messages"]), **args)
         cases.append({"name": name, "kind": "encode", "messages": req["messages"], "options": args, "expected": prompt})
     parses = []
-    for name, text, mode in PARSE:
+    for name, text, mode in PARSE + random_replies(ref):
         parsed = ref.parse_message_from_completion_text(text, mode)
         parses.append({"name": name, "text": text, "thinking_mode": mode, "expected": {
             "content": parsed["content"], "reasoning_content": parsed["reasoning_content"],
