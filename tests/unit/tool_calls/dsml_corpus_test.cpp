@@ -81,5 +81,22 @@ TEST(DsmlCorpus, RepliesReadAsTheReferenceReadsThem) {
   EXPECT_GE(n, 5);
 }
 
+// A call written before the reasoning was closed ends the reasoning (the block is an exit of the splitter) and is
+// read as a call.
+TEST(DsmlCorpus, ACallEndsUnclosedReasoning) {
+  const std::string text =
+      "Need the weather.\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter "
+      "name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
+  std::vector<std::size_t> bytes;
+  for (std::size_t i = 1; i < text.size(); ++i) bytes.push_back(i);
+  for (const auto& cuts : {std::vector<std::size_t>{}, bytes}) {
+    const Read r = read(text, true, cuts);
+    EXPECT_EQ(r.reasoning, "Need the weather.");
+    EXPECT_EQ(r.reply.content, "");
+    ASSERT_EQ(r.reply.calls.size(), 1u);
+    EXPECT_EQ(r.reply.calls[0].arguments, R"({"city": "Paris"})");
+  }
+}
+
 }  // namespace
 }  // namespace tf::tools
