@@ -93,8 +93,10 @@ Found from_directory(const fs::path& dir) {
   nlohmann::ordered_json cfg;
   if (fs::exists(dir / "tokenizer_config.json")) cfg = read_json(dir / "tokenizer_config.json");
   f.special_tokens = hf_special_tokens(cfg);
+  // The architecture picks a builtin encoding for a model without a template; a config that does not read is
+  // the checkpoint loader's to report, not the template's.
   if (fs::exists(dir / "config.json")) {
-    const auto config = read_json(dir / "config.json");
+    const auto config = nlohmann::ordered_json::parse(read_text(dir / "config.json"), nullptr, false);
     if (config.is_object() && config.contains("model_type") && config["model_type"].is_string())
       f.architecture = config["model_type"].get<std::string>();
   }

@@ -4,6 +4,9 @@
 // reference would raise on, refused with the field named.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -141,6 +144,17 @@ TEST(Dsv4Encoding, LoadsForArchitecturesThatShipNoTemplate) {
   EXPECT_FALSE(builtin_encoding_for_architecture("deepseek_v3").has_value());
   const ChatTemplate t = load_chat_template("", "builtin:deepseek_v4");
   EXPECT_EQ(t.builtin_encoding(), BuiltinEncoding::DeepSeekV4);
+  // A checkpoint directory: config.json's model_type chooses it when no template is there; a template wins.
+  const auto dir = std::filesystem::temp_directory_path() / ("tf_dsv4_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << R"({"model_type": "deepseek_v4"})";
+  EXPECT_EQ(load_chat_template(dir.string()).builtin_encoding(), BuiltinEncoding::DeepSeekV4);
+  std::ofstream(dir / "chat_template.jinja") << "{{ messages[0].content }}";
+  EXPECT_FALSE(load_chat_template(dir.string()).builtin_encoding().has_value());
+  std::filesystem::remove(dir / "chat_template.jinja");
+  std::ofstream(dir / "config.json") << R"({"model_type": "qwen3_5"})";
+  EXPECT_THROW(load_chat_template(dir.string()), TemplateError);  // no template, no builtin for it
+  std::filesystem::remove_all(dir);
   try {
     load_chat_template("", "builtin:deepseek_v9");
     ADD_FAILURE() << "loaded an unknown builtin";
