@@ -393,8 +393,10 @@ Command add_serve_command(CLI::App& app) {
                 "most 3; 10 MiB and 10 s an image); without it an image URL is a 400")
       ->needs(vision);
   sub->add_flag("--no-drafts", f->no_drafts, "Decode serially: never draft (same output, bit for bit)");
-  sub->add_option("--chat-template", f->chat_template, "Jinja chat template file replacing the checkpoint's")
-      ->check(CLI::ExistingFile);
+  sub->add_option(
+         "--chat-template", f->chat_template,
+         "Jinja chat template file replacing the checkpoint's, or builtin:deepseek_v4 (DeepSeek-V4's encoding)")
+      ->check(CLI::ExistingFile | CLI::IsMember({"builtin:deepseek_v4"}));
   sub->add_option("--reasoning", f->reasoning,
                   "Thinking for requests that do not say (chat_template_kwargs.enable_thinking): on or off "
                   "(default: the chat template's own default)")

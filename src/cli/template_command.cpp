@@ -1,7 +1,7 @@
 // `tensorfold template`: renders a model's chat template the way transformers' apply_chat_template does
 // and prints the prompt exactly (no newline added), or with --tokens its token ids.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -51,13 +51,13 @@ int run_template(const TemplateOptions& o) {
   // chat completions request body.
   nlohmann::ordered_json m = read_json_file(o.messages, "messages");
   if (m.is_object()) {
-    if (!m.contains("messages")) throw UsageError(o.messages + ": expected a list of messages or an object with \"messages\"");
+    if (!m.contains("messages"))
+      throw UsageError(o.messages + ": expected a list of messages or an object with \"messages\"");
     if (m.contains("tools") && !m["tools"].is_null()) input.tools = m["tools"];
     m = m["messages"];
   }
   if (!m.is_array()) throw UsageError(o.messages + ": expected a JSON list of messages");
   input.messages = std::move(m);
-  normalize_chat_messages(input.messages);
   if (!o.tools.empty()) {
     nlohmann::ordered_json t = read_json_file(o.tools, "tools");
     if (!t.is_array()) throw UsageError(o.tools + ": expected a JSON list of tools");
@@ -65,7 +65,8 @@ int run_template(const TemplateOptions& o) {
   }
   if (!o.kwargs.empty()) {
     auto k = nlohmann::ordered_json::parse(o.kwargs, nullptr, false);
-    if (k.is_discarded() || !k.is_object()) throw UsageError("--kwargs: expected a JSON object, e.g. '{\"enable_thinking\": false}'");
+    if (k.is_discarded() || !k.is_object())
+      throw UsageError("--kwargs: expected a JSON object, e.g. '{\"enable_thinking\": false}'");
     input.kwargs = std::move(k);
   }
   input.add_generation_prompt = o.add_generation_prompt;
@@ -79,6 +80,8 @@ int run_template(const TemplateOptions& o) {
 
   const std::string model = resolve_model_path(o.model);
   const ChatTemplate tmpl = load_chat_template(model, o.chat_template);
+  // A builtin encoding reads OpenAI's string arguments itself, as Python's json does.
+  if (!tmpl.builtin_encoding()) normalize_chat_messages(input.messages);
   const std::string prompt = tmpl.render(input, render_options);
   if (o.tokens) {
     // as apply_chat_template(tokenize=True): the prompt encoded without adding special tokens
@@ -99,16 +102,21 @@ int run_template(const TemplateOptions& o) {
 
 Command add_template_command(CLI::App& app) {
   auto o = std::make_shared<TemplateOptions>();
-  auto* sub = app.add_subcommand("template", "Render the model's chat template (as transformers does) and print the prompt");
+  auto* sub =
+      app.add_subcommand("template", "Render the model's chat template (as transformers does) and print the prompt");
   sub->add_option("model", o->model, "GGUF file or model directory (default: the embedded model)");
-  sub->add_option("--chat-template", o->chat_template, "a Jinja file to use instead of the model's chat template");
-  sub->add_option("--messages", o->messages, "JSON file: a list of messages, or {\"messages\": [...], \"tools\": [...]}")
+  sub->add_option("--chat-template", o->chat_template,
+                  "a Jinja file to use instead of the model's chat template, or builtin:deepseek_v4 (DeepSeek-V4's "
+                  "encoding, which a deepseek_v4 checkpoint gets by itself)");
+  sub->add_option("--messages", o->messages,
+                  "JSON file: a list of messages, or {\"messages\": [...], \"tools\": [...]}")
       ->required();
   sub->add_option("--tools", o->tools, "JSON file: a list of tools (JSON schemas)");
   sub->add_flag("--add-generation-prompt", o->add_generation_prompt, "end with the assistant turn's header");
   sub->add_flag("--continue-final-message", o->continue_final_message,
                 "end the prompt inside the final message so the model continues it");
-  sub->add_option("--kwargs", o->kwargs, "JSON object of extra template variables, e.g. '{\"enable_thinking\": false}'");
+  sub->add_option("--kwargs", o->kwargs,
+                  "JSON object of extra template variables, e.g. '{\"enable_thinking\": false}'");
   sub->add_option("--template-name", o->template_name, "which of the model's named templates (e.g. tool_use)");
   sub->add_flag("--tokens", o->tokens, "print the prompt's token ids (a JSON array) instead of its text");
   sub->add_option("--now", o->now,

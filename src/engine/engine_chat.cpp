@@ -37,7 +37,8 @@ std::shared_ptr<const TokenConstraint> Engine::grammar_constraint(std::shared_pt
 }
 
 std::string Engine::render_chat(ChatInput input) const {
-  normalize_chat_messages(input.messages);
+  // A builtin encoding reads OpenAI's string arguments itself, as Python's json does (no 64-bit rounding).
+  if (!template_->builtin_encoding()) normalize_chat_messages(input.messages);
   return template_->render(input);
 }
 

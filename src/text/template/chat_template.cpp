@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "text/template/dsv4_encoding.h"
+
 #include "text/template/fold.h"
 #include "text/template/interpreter.h"
 #include "text/template/json_value.h"
@@ -41,7 +43,8 @@ std::string py_lstrip(std::string_view s) {
 std::string cut_after_final_message(const std::string& rendered, const nlohmann::ordered_json& messages) {
   if (!messages.is_array() || messages.empty()) input_error("continue_final_message needs at least one message");
   const auto& last = messages.back();
-  if (!last.is_object() || !last.contains("content")) input_error("continue_final_message: the final message has no content");
+  if (!last.is_object() || !last.contains("content"))
+    input_error("continue_final_message: the final message has no content");
   const auto& content = last["content"];
   std::string final_message;
   if (content.is_array()) {
@@ -52,7 +55,8 @@ std::string cut_after_final_message(const std::string& rendered, const nlohmann:
         found = true;
         break;
       }
-    if (!found) input_error("continue_final_message is set but we could not find any text to continue in the final message!");
+    if (!found)
+      input_error("continue_final_message is set but we could not find any text to continue in the final message!");
   } else if (content.is_string()) {
     final_message = content.get<std::string>();
   } else {
@@ -61,7 +65,9 @@ std::string cut_after_final_message(const std::string& rendered, const nlohmann:
   const std::string stripped = py_strip(final_message);
   const std::size_t loc = rendered.rfind(stripped);
   if (loc == std::string::npos)
-    input_error("continue_final_message is set but the final message does not appear in the chat after applying the chat template!");
+    input_error(
+        "continue_final_message is set but the final message does not appear in the chat after applying the chat "
+        "template!");
   const std::string lstripped = py_lstrip(final_message);
   if (rendered.compare(loc, lstripped.size(), lstripped) == 0) return rendered.substr(0, loc + lstripped.size());
   return rendered.substr(0, loc + stripped.size());
@@ -113,6 +119,28 @@ ChatTemplate::ChatTemplate(const std::vector<std::pair<std::string, std::string>
   if (entries_.empty()) input_error("no chat template");
 }
 
+std::optional<BuiltinEncoding> builtin_encoding_from_name(std::string_view name) {
+  if (name == "deepseek_v4") return BuiltinEncoding::DeepSeekV4;
+  return std::nullopt;
+}
+
+std::optional<BuiltinEncoding> builtin_encoding_for_architecture(std::string_view architecture) {
+  if (architecture == "deepseek_v4" || architecture == "deepseek4") return BuiltinEncoding::DeepSeekV4;
+  return std::nullopt;
+}
+
+ChatTemplate ChatTemplate::builtin(BuiltinEncoding encoding, nlohmann::ordered_json special_tokens) {
+  ChatTemplate t;
+  t.special_tokens_ = std::move(special_tokens);
+  t.builtin_ = encoding;
+  // What tools::detect_tool_format / detect_reasoning_markers read: the markers the encoding writes.
+  t.entries_.push_back({"default",
+                        "{#- builtin:deepseek_v4: DeepSeek-V4's encoding/encoding_dsv4.py in C++, no Jinja. Reasoning "
+                        "<think>...</think>; tool calls <｜DSML｜tool_calls><｜DSML｜invoke name=...> -#}",
+                        {}});
+  return t;
+}
+
 std::vector<std::string> ChatTemplate::names() const {
   std::vector<std::string> out;
   for (const auto& e : entries_) out.push_back(e.name);
@@ -143,6 +171,7 @@ std::string ChatTemplate::render(const ChatInput& input, const RenderOptions& op
   if (input.add_generation_prompt && input.continue_final_message)
     input_error("continue_final_message and add_generation_prompt are not compatible");
   if (!input.kwargs.is_object()) input_error("template kwargs must be a JSON object");
+  if (builtin_) return encode_dsv4(input);
   nlohmann::ordered_json vars = nlohmann::ordered_json::object();
   if (special_tokens_.is_object())
     for (const auto& [k, v] : special_tokens_.items()) vars[k] = v;

@@ -31,7 +31,7 @@ struct TemplateAst;
 // Resource limits of one render; a template that exceeds them fails with TemplateError::Kind::Limit.
 struct TemplateLimits {
   std::size_t max_output_bytes = std::size_t{64} << 20;  // the prompt, and any one value built on the way
-  std::uint64_t max_work = 100'000'000;                   // loop iterations and bytes/items processed
+  std::uint64_t max_work = 100'000'000;                  // loop iterations and bytes/items processed
   int max_depth = 400;  // nested evaluation incl. macro recursion (each level is a few C++ stack frames)
 };
 
@@ -58,8 +58,8 @@ class JinjaTemplate {
 // (ordered_json), as Python dicts do, so tools render with the client's key order.
 struct ChatInput {
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();  // [{role, content, ...}, ...]
-  std::optional<nlohmann::ordered_json> tools;      // list of JSON schemas; absent renders as None
-  std::optional<nlohmann::ordered_json> documents;  // absent renders as None
+  std::optional<nlohmann::ordered_json> tools;                        // list of JSON schemas; absent renders as None
+  std::optional<nlohmann::ordered_json> documents;                    // absent renders as None
   bool add_generation_prompt = false;
   // Cut the prompt right after the final message's content so the model continues it (transformers'
   // continue_final_message). Exclusive with add_generation_prompt.
@@ -71,18 +71,35 @@ struct ChatInput {
   std::optional<std::string> template_name;
 };
 
+// A model's prompt format built by code rather than a Jinja template (a model that ships none).
+enum class BuiltinEncoding {
+  DeepSeekV4,  // encoding/encoding_dsv4.py (text/template/dsv4_encoding.h)
+};
+// "deepseek_v4" for --chat-template builtin:deepseek_v4; nullopt for an unknown name.
+std::optional<BuiltinEncoding> builtin_encoding_from_name(std::string_view name);
+// The encoding for a model architecture (config.json model_type, GGUF general.architecture) that ships no
+// template: deepseek_v4 / deepseek4.
+std::optional<BuiltinEncoding> builtin_encoding_for_architecture(std::string_view architecture);
+
 class ChatTemplate {
  public:
   // special_tokens: {"bos_token": "<s>", "eos_token": "</s>", ..., "additional_special_tokens": [...]},
   // the tokenizer's special_tokens_map (only the tokens the model has).
-  explicit ChatTemplate(std::string_view source, nlohmann::ordered_json special_tokens = nlohmann::ordered_json::object());
+  explicit ChatTemplate(std::string_view source,
+                        nlohmann::ordered_json special_tokens = nlohmann::ordered_json::object());
   // Named templates (tokenizer_config.json's list form, GGUF tokenizer.chat_template.<name>).
   explicit ChatTemplate(const std::vector<std::pair<std::string, std::string>>& named_sources,
                         nlohmann::ordered_json special_tokens = nlohmann::ordered_json::object());
 
+  // A builtin encoding: render() runs it (the special tokens are the model's, for reference only).
+  static ChatTemplate builtin(BuiltinEncoding encoding,
+                              nlohmann::ordered_json special_tokens = nlohmann::ordered_json::object());
+  std::optional<BuiltinEncoding> builtin_encoding() const { return builtin_; }
+
   std::string render(const ChatInput& input, const RenderOptions& options = {}) const;
 
-  // The template source that render() would use for this input.
+  // The template source that render() would use for this input. For a builtin encoding, a Jinja comment
+  // naming it and the markers it writes (reasoning, tool calls), which is what callers read a source for.
   const std::string& source(const ChatInput& input) const;
   std::vector<std::string> names() const;  // "default" for a single template
   const nlohmann::ordered_json& special_tokens() const { return special_tokens_; }
@@ -95,6 +112,8 @@ class ChatTemplate {
   };
   std::vector<Entry> entries_;
   nlohmann::ordered_json special_tokens_;
+  std::optional<BuiltinEncoding> builtin_;
+  ChatTemplate() = default;
   const Entry& select(const ChatInput& input) const;
 };
 
@@ -103,8 +122,9 @@ class ChatTemplate {
 // directory (chat_template.jinja, else tokenizer_config.json's chat_template, a string or a list of
 // {name, template}; additional_chat_templates/*.jinja; special tokens from tokenizer_config.json).
 // override_file, when set, replaces the model's template with that file's text (the special tokens
-// still come from the model when model_path is not empty). Throws TemplateError (Input) when no
-// template is found, and CheckpointError for an unreadable GGUF file.
+// still come from the model when model_path is not empty), or names a builtin encoding
+// ("builtin:deepseek_v4"). A model with no template whose architecture has a builtin encoding gets it. Throws
+// TemplateError (Input) when no template is found, and CheckpointError for an unreadable GGUF file.
 ChatTemplate load_chat_template(const std::string& model_path, const std::string& override_file = "");
 
 // OpenAI-style input to the Hugging Face convention: assistant tool_calls whose function.arguments is

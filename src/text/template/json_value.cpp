@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "interpreter.h"
+#include "py_json.h"
 #include "template_error.h"
 #include "unicode.h"
 
@@ -48,45 +49,7 @@ Value from_json(const nlohmann::ordered_json& j) {
 namespace {
 
 void dump_string(std::string& out, std::string_view s, bool ensure_ascii) {
-  out.push_back('"');
-  char buf[16];
-  for (std::size_t i = 0; i < s.size();) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    if (b < 0x80) {
-      ++i;
-      switch (b) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        default:
-          if (b < 0x20 || (ensure_ascii && b == 0x7F)) {
-            std::snprintf(buf, sizeof buf, "\\u%04x", b);
-            out += buf;
-          } else {
-            out.push_back(static_cast<char>(b));
-          }
-      }
-      continue;
-    }
-    const std::size_t start = i;
-    const char32_t c = uni::decode(s, i);
-    if (!ensure_ascii) {
-      out.append(s.substr(start, i - start));
-    } else if (c < 0x10000) {
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-      out += buf;
-    } else {
-      const char32_t v = c - 0x10000;
-      std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", static_cast<unsigned>(0xD800 + (v >> 10)),
-                    static_cast<unsigned>(0xDC00 + (v & 0x3FF)));
-      out += buf;
-    }
-  }
-  out.push_back('"');
+  append_py_json_string(out, s, ensure_ascii);
 }
 
 std::string float_json(double d) {
@@ -189,7 +152,8 @@ class Dumper {
     std::vector<const std::pair<Value, Value>*> entries;
     for (const auto& e : d.entries) entries.push_back(&e);
     if (o_.sort_keys)
-      std::stable_sort(entries.begin(), entries.end(), [](const auto* a, const auto* b) { return py_less(a->first, b->first); });
+      std::stable_sort(entries.begin(), entries.end(),
+                       [](const auto* a, const auto* b) { return py_less(a->first, b->first); });
     out.push_back('{');
     if (o_.indent) newline(level + 1);
     bool first = true;

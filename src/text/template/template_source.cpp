@@ -58,16 +58,19 @@ nlohmann::ordered_json hf_special_tokens(const nlohmann::ordered_json& cfg) {
 struct Found {
   std::vector<std::pair<std::string, std::string>> named;  // empty name list: none found
   nlohmann::ordered_json special_tokens = nlohmann::ordered_json::object();
+  std::string architecture;  // config.json model_type or GGUF general.architecture
 };
 
 Found from_gguf(const std::string& path) {
   GgufFile file(path);
   const GgufHeader& h = file.header();
   Found f;
+  if (auto a = h.get_string("general.architecture")) f.architecture = *a;
   if (auto t = h.get_string("tokenizer.chat_template")) f.named.emplace_back("default", *t);
   const std::string prefix = "tokenizer.chat_template.";
   for (const auto& [key, value] : h.metadata)
-    if (key.rfind(prefix, 0) == 0 && value.as_string()) f.named.emplace_back(key.substr(prefix.size()), *value.as_string());
+    if (key.rfind(prefix, 0) == 0 && value.as_string())
+      f.named.emplace_back(key.substr(prefix.size()), *value.as_string());
   const GgufArray* tokens = h.get_array("tokenizer.ggml.tokens");
   const std::pair<const char*, const char*> ids[] = {
       {"tokenizer.ggml.bos_token_id", "bos_token"},     {"tokenizer.ggml.eos_token_id", "eos_token"},
@@ -90,6 +93,13 @@ Found from_directory(const fs::path& dir) {
   nlohmann::ordered_json cfg;
   if (fs::exists(dir / "tokenizer_config.json")) cfg = read_json(dir / "tokenizer_config.json");
   f.special_tokens = hf_special_tokens(cfg);
+  // The architecture picks a builtin encoding for a model without a template; a config that does not read is
+  // the checkpoint loader's to report, not the template's.
+  if (fs::exists(dir / "config.json")) {
+    const auto config = nlohmann::ordered_json::parse(read_text(dir / "config.json"), nullptr, false);
+    if (config.is_object() && config.contains("model_type") && config["model_type"].is_string())
+      f.architecture = config["model_type"].get<std::string>();
+  }
   if (f.special_tokens.empty() && fs::exists(dir / "special_tokens_map.json"))
     f.special_tokens = hf_special_tokens(read_json(dir / "special_tokens_map.json"));
   if (fs::exists(dir / "chat_template.jinja")) {
@@ -100,7 +110,8 @@ Found from_directory(const fs::path& dir) {
       f.named.emplace_back("default", ct.get<std::string>());
     } else if (ct.is_array()) {
       for (const auto& e : ct)
-        if (e.is_object() && e.contains("name") && e.contains("template") && e["name"].is_string() && e["template"].is_string())
+        if (e.is_object() && e.contains("name") && e.contains("template") && e["name"].is_string() &&
+            e["template"].is_string())
           f.named.emplace_back(e["name"].get<std::string>(), e["template"].get<std::string>());
     }
   } else if (fs::exists(dir / "chat_template.json")) {
@@ -132,7 +143,17 @@ ChatTemplate load_chat_template(const std::string& model_path, const std::string
     else
       input_error(model_path + ": no such file or directory");
   }
+  constexpr std::string_view kBuiltin = "builtin:";
+  if (override_file.rfind(kBuiltin, 0) == 0) {
+    const auto name = std::string_view(override_file).substr(kBuiltin.size());
+    if (const auto e = builtin_encoding_from_name(name)) return ChatTemplate::builtin(*e, f.special_tokens);
+    input_error("--chat-template " + override_file + ": no such builtin encoding (known: builtin:deepseek_v4)");
+  }
   if (!override_file.empty()) return ChatTemplate(read_text(override_file), f.special_tokens);
+  // A model that ships no template but whose prompts are built by code we reproduce (DeepSeek-V4).
+  if (f.named.empty())
+    if (const auto e = builtin_encoding_for_architecture(f.architecture))
+      return ChatTemplate::builtin(*e, f.special_tokens);
   if (f.named.empty()) input_error(model_path + ": the model has no chat template (give one with --chat-template)");
   if (f.named.size() == 1 && f.named[0].first == "default") return ChatTemplate(f.named[0].second, f.special_tokens);
   return ChatTemplate(f.named, f.special_tokens);

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "text/grammar/json_schema.h"
 #include "text/tool_calls/argument_types.h"
@@ -22,6 +23,32 @@ const std::string kDsCallBegin = "<｜tool▁call▁begin｜>";
 const std::string kDsCallEnd = "<｜tool▁call▁end｜>";
 const std::string kDsSep = "<｜tool▁sep｜>";
 const std::string kGemmaQuote = "<|\"|>";
+const std::string kDsmlBlock = "<｜DSML｜tool_calls>";
+const std::string kDsmlBlockEnd = "</｜DSML｜tool_calls>";
+const std::string kDsmlInvoke = "<｜DSML｜invoke name=\"";
+const std::string kDsmlInvokeEnd = "</｜DSML｜invoke>";
+const std::string kDsmlParameter = "<｜DSML｜parameter name=\"";
+const std::string kDsmlParameterEnd = "</｜DSML｜parameter>";
+
+std::string utf8(char32_t cp) {
+  std::string out;
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return out;
+}
 
 // One property of a text-valued format: its text, and whether the schema requires it.
 struct Property {
@@ -80,6 +107,8 @@ class CallGrammarBuilder {
         return cat({lit(kDsCallsBegin), some(cat({lit(kDsCallBegin), one}), newlines), lit(kDsCallsEnd)});
       case ToolFormat::Nemotron:
         return cat({lit("<TOOLCALL>["), gap_, some(one, cat({gap_, lit(","), gap_})), gap_, lit("]</TOOLCALL>")});
+      case ToolFormat::Dsml:
+        return cat({lit(kDsmlBlock + "\n"), some(cat({lit(kDsmlInvoke), one}), lit("\n")), lit("\n" + kDsmlBlockEnd)});
     }
     return {};
   }
@@ -119,6 +148,8 @@ class CallGrammarBuilder {
         const auto params = gemma_properties(tool);
         return cat({lit(name + "{"), params, lit("}<tool_call|>")});
       }
+      case ToolFormat::Dsml:
+        return cat({lit(name + "\">\n"), dsml_properties(tool), lit(kDsmlInvokeEnd)});
     }
     return {};
   }
@@ -156,8 +187,21 @@ class CallGrammarBuilder {
         if (std::find(states.begin(), states.end(), e.substr(0, n)) == states.end()) states.push_back(e.substr(0, n));
     std::vector<std::uint32_t> rules;
     for (std::size_t i = 0; i < states.size(); ++i) rules.push_back(b_.rule("text"));
-    const auto next = [&](const std::string& s, char c) -> int {
-      const std::string t = s + c;
+    std::set<char32_t> wide;  // the code points past ASCII the markers hold
+    for (const auto& e : ends)
+      for (std::size_t k = 0; k < e.size();) {
+        const auto lead = static_cast<unsigned char>(e[k]);
+        const std::size_t n = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+        if (n > 1) {
+          char32_t cp = lead & (0xFF >> (n + 1));
+          for (std::size_t b = 1; b < n; ++b) cp = (cp << 6) | (static_cast<unsigned char>(e[k + b]) & 0x3F);
+          wide.insert(cp);
+        }
+        k += n;
+      }
+    // The state after `s` reads `c` (a byte, or a whole character's bytes); -1 when that completes an end.
+    const auto next = [&](const std::string& s, std::string_view c) -> int {
+      const std::string t = s + std::string(c);
       for (const auto& e : ends)
         if (t.size() >= e.size() && t.compare(t.size() - e.size(), e.size(), e) == 0) return -1;
       for (std::size_t from = 0; from <= t.size(); ++from) {
@@ -172,11 +216,23 @@ class CallGrammarBuilder {
       for (int c = 0; c < 0x80; ++c) {
         if (c < 0x20 && c != '\n' && c != '\t') continue;
         if (c == 0x7F) continue;
-        const int j = next(states[i], static_cast<char>(c));
+        const char byte = static_cast<char>(c);
+        const int j = next(states[i], std::string_view(&byte, 1));
         if (j >= 0) to[j].set(static_cast<std::size_t>(c));
       }
       for (const auto& [j, set] : to) b_.add(rules[i], cat({b_.set(set), b_.ref(rules[static_cast<std::size_t>(j)])}));
-      b_.add(rules[i], cat({b_.code_points({{0x80, 0x10FFFF}}), b_.ref(rules[0])}));
+      // Characters past ASCII: those of the markers (DSML's full-width bars) move the matcher like bytes above;
+      // any other restarts it.
+      std::vector<std::pair<char32_t, char32_t>> others;
+      char32_t from = 0x80;
+      for (const auto cp : wide) {
+        const int j = next(states[i], utf8(cp));
+        if (j >= 0) b_.add(rules[i], cat({b_.code_points({{cp, cp}}), b_.ref(rules[static_cast<std::size_t>(j)])}));
+        if (cp > from) others.push_back({from, cp - 1});
+        from = cp + 1;
+      }
+      others.push_back({from, 0x10FFFF});
+      b_.add(rules[i], cat({b_.code_points(others), b_.ref(rules[0])}));
     }
     texts_.emplace(key, rules[0]);
     return b_.ref(rules[0]);
@@ -255,6 +311,41 @@ class CallGrammarBuilder {
     std::vector<Property> list;
     for (const auto& [key, schema] : props->items())
       list.push_back({written(key, text_value(tool, &schema, key, text)), required(tool.parameters, key)});
+    return ordered(list, {});
+  }
+
+  // DSML: a parameter a line, its value text (string="true", a string parameter) or JSON (string="false").
+  Expr dsml_properties(const ToolSpec& tool) {
+    const auto param = [&](const Expr& key, bool text, const Expr& value) {
+      return cat({lit(kDsmlParameter), key, lit(text ? "\" string=\"true\">" : "\" string=\"false\">"), value,
+                  lit(kDsmlParameterEnd + "\n")});
+    };
+    const auto text = [&] { return text_without({kDsmlParameterEnd}); };
+    static const json any_value = json::object();
+    const auto props = tool.parameters.find("properties");
+    if (props == tool.parameters.end() || !props->is_object() || props->empty()) {
+      grammar::ByteSet name_chars;
+      for (int c = 0; c < 0x80; ++c)
+        if (std::isalnum(c) || c == '_' || c == '-' || c == '.') name_chars.set(static_cast<std::size_t>(c));
+      const auto key = b_.plus(b_.set(name_chars));
+      return b_.star(b_.wrap(b_.alt({param(key, true, text()), param(key, false, any().value(any_value, "#"))})));
+    }
+    std::vector<Property> list;
+    for (const auto& [key, schema] : props->items()) {
+      Expr written;
+      if (is_text_parameter(&schema)) {
+        written = param(lit(key), true, text_value(tool, &schema, key, text));
+      } else {
+        try {
+          grammar::JsonSchemaRules rules(b_, tool.parameters);
+          written = param(lit(key), false, rules.value(schema, "#/properties/" + key));
+        } catch (const grammar::GrammarError&) {
+          if (tool.strict) throw;
+          written = b_.alt({param(lit(key), true, text()), param(lit(key), false, any().value(any_value, "#"))});
+        }
+      }
+      list.push_back({written, required(tool.parameters, key)});
+    }
     return ordered(list, {});
   }
 
@@ -370,15 +461,19 @@ std::vector<CallTrigger> call_triggers(ToolFormat format) {
       return {{kDsCallsBegin}};
     case ToolFormat::Nemotron:
       return {{"<TOOLCALL>"}};
+    case ToolFormat::Dsml:
+      return {{kDsmlBlock}};
   }
   return {};
 }
 
 const std::vector<std::string>& tool_call_markers() {
   static const std::vector<std::string> all = {
-      "<tool_call>",  "</tool_call>", "<|python_tag|>", "<arg_key>",  "</arg_key>",  "<arg_value>",
-      "</arg_value>", "<|tool_call>", "<tool_call|>",   kGemmaQuote,  kDsCallsBegin, kDsCallsEnd,
-      kDsCallBegin,   kDsCallEnd,     kDsSep,           "<TOOLCALL>", "</TOOLCALL>"};
+      "<tool_call>",          "</tool_call>", "<|python_tag|>", "<arg_key>",    "</arg_key>",
+      "<arg_value>",          "</arg_value>", "<|tool_call>",   "<tool_call|>", kGemmaQuote,
+      kDsCallsBegin,          kDsCallsEnd,    kDsCallBegin,     kDsCallEnd,     kDsSep,
+      "<TOOLCALL>",           "</TOOLCALL>",  kDsmlBlock,       kDsmlBlockEnd,  "</｜DSML｜invoke>",
+      "</｜DSML｜parameter>", "｜DSML｜"};
   return all;
 }
 

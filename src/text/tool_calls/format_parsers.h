@@ -14,5 +14,6 @@ std::unique_ptr<ToolCallParser> make_glm_parser(std::vector<ToolSpec> tools);
 std::unique_ptr<ToolCallParser> make_gemma4_parser(std::vector<ToolSpec> tools);
 std::unique_ptr<ToolCallParser> make_deepseek_parser(std::vector<ToolSpec> tools);
 std::unique_ptr<ToolCallParser> make_nemotron_parser(std::vector<ToolSpec> tools);
+std::unique_ptr<ToolCallParser> make_dsml_parser(std::vector<ToolSpec> tools);
 
 }  // namespace tf::tools

@@ -44,16 +44,19 @@ struct ToolSpec {
 };
 
 enum class ToolFormat {
-  Hermes,      // <tool_call>{"name": ..., "arguments": {...}}</tool_call>        (Hermes, Qwen2.5, Qwen3)
-  XmlFunction, // <tool_call><function=NAME><parameter=KEY>VALUE</parameter>...  (Qwen3-Coder, Qwen3.5, Nemotron 3)
-  Llama3Json,  // {"name": ..., "parameters": {...}} as the whole reply, ';' between calls (Llama 3.1+)
-  Glm,         // <tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>...</tool_call> (GLM-4.5+)
-  Gemma4,      // <|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|>             (Gemma 4)
-  DeepSeek,    // <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>... (V3, R1, V3.1)
-  Nemotron,    // <TOOLCALL>[{"name": ..., "arguments": {...}}, ...]</TOOLCALL>   (Nemotron Nano 2, Llama-Nemotron)
+  Hermes,       // <tool_call>{"name": ..., "arguments": {...}}</tool_call>        (Hermes, Qwen2.5, Qwen3)
+  XmlFunction,  // <tool_call><function=NAME><parameter=KEY>VALUE</parameter>...  (Qwen3-Coder, Qwen3.5, Nemotron 3)
+  Llama3Json,   // {"name": ..., "parameters": {...}} as the whole reply, ';' between calls (Llama 3.1+)
+  Glm,          // <tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>...</tool_call> (GLM-4.5+)
+  Gemma4,       // <|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|>             (Gemma 4)
+  DeepSeek,  // <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>... (V3, R1, V3.1)
+  Nemotron,  // <TOOLCALL>[{"name": ..., "arguments": {...}}, ...]</TOOLCALL>   (Nemotron Nano 2, Llama-Nemotron)
+  Dsml,      // <｜DSML｜tool_calls><｜DSML｜invoke name="N"><｜DSML｜parameter name="K"
+         // string="true">V</｜DSML｜parameter>... (DeepSeek-V4: text/template/dsv4_encoding.h)
 };
 
-const char* tool_format_name(ToolFormat f);  // "hermes", "xml", "llama3_json", "glm", "gemma4", "deepseek", "nemotron"
+// "hermes", "xml", "llama3_json", "glm", "gemma4", "deepseek", "nemotron", "dsml"
+const char* tool_format_name(ToolFormat f);
 std::optional<ToolFormat> tool_format_from_name(std::string_view name);
 const std::vector<ToolFormat>& all_tool_formats();
 

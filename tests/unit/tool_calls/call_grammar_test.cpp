@@ -58,6 +58,14 @@ Writer writer(ToolFormat f) {
       return [](const std::string& c, const std::optional<std::string>& d) {
         return "<|tool_call>call:get_weather{city:<|\"|>" + c + "<|\"|>" + (d ? ",days:" + *d : "") + "}<tool_call|>";
       };
+    case ToolFormat::Dsml:
+      return [](const std::string& c, const std::optional<std::string>& d) {
+        return "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" "
+               "string=\"true\">" +
+               c + "</｜DSML｜parameter>\n" +
+               (d ? "<｜DSML｜parameter name=\"days\" string=\"false\">" + *d + "</｜DSML｜parameter>\n" : "") +
+               "</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
+      };
   }
   return {};
 }
@@ -101,7 +109,7 @@ TEST_P(CallGrammar, ACallOfTheSchemaIsReadAndOneThatBreaksItIsNot) {
   EXPECT_FALSE(reads(g, std::string(5, '\n') + good)) << "blank lines before a call are bounded";
   // One call only, unless parallel calls are allowed.
   const std::string two = f == ToolFormat::Llama3Json ? good + "; " + good : good + "\n" + good;
-  if (f != ToolFormat::DeepSeek && f != ToolFormat::Nemotron) {
+  if (f != ToolFormat::DeepSeek && f != ToolFormat::Nemotron && f != ToolFormat::Dsml) {
     EXPECT_FALSE(reads(g, two));
     EXPECT_TRUE(reads(tool_call_grammar(f, tools(), true), two)) << two;
     EXPECT_EQ(parsed(f, two).size(), 2u);
@@ -110,6 +118,7 @@ TEST_P(CallGrammar, ACallOfTheSchemaIsReadAndOneThatBreaksItIsNot) {
   if (!json_format) {
     const std::string marker = f == ToolFormat::XmlFunction ? "</parameter>"
                                : f == ToolFormat::Glm       ? "</arg_value>"
+                               : f == ToolFormat::Dsml      ? "</｜DSML｜parameter>"
                                                             : "<|\"|>";
     EXPECT_FALSE(reads(g, write("a" + marker + "b", "3")));
   }

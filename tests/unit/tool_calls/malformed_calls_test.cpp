@@ -49,7 +49,8 @@ TEST(MalformedCalls, TruncatedCallsOfEveryFormatComeBackAsContent) {
   expect_all_content(ToolFormat::Hermes, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par");
   expect_all_content(ToolFormat::Hermes, "<tool_call>\n{\"name\": \"get_wea");
   expect_all_content(ToolFormat::XmlFunction, "<tool_call>\n<function=get_weather>\n<parameter=city>\nPar");
-  expect_all_content(ToolFormat::XmlFunction, "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n");
+  expect_all_content(ToolFormat::XmlFunction,
+                     "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n");
   expect_all_content(ToolFormat::Llama3Json, "{\"name\": \"get_weather\", \"parameters\": {\"city\": ");
   expect_all_content(ToolFormat::Glm, "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Par");
   expect_all_content(ToolFormat::Gemma4, "<|tool_call>call:get_weather{city:<|\"|>Par");
@@ -58,6 +59,10 @@ TEST(MalformedCalls, TruncatedCallsOfEveryFormatComeBackAsContent) {
   expect_all_content(ToolFormat::DeepSeek,
                      "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Par");
   expect_all_content(ToolFormat::Nemotron, "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {");
+  expect_all_content(ToolFormat::Dsml,
+                     "Sure.\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter "
+                     "name=\"city\" string=\"true\">Par");
+  expect_all_content(ToolFormat::Dsml, "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_wea");
 }
 
 TEST(MalformedCalls, BrokenOpenersAndUnknownNamesStayContent) {
@@ -72,6 +77,17 @@ TEST(MalformedCalls, BrokenOpenersAndUnknownNamesStayContent) {
   expect_all_content(ToolFormat::DeepSeek, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>nope<｜tool▁sep｜>{}");
   expect_all_content(ToolFormat::DeepSeek, "<｜tool▁calls▁begin｜>no call here");
   expect_all_content(ToolFormat::Nemotron, "<TOOLCALL>{\"name\": \"get_weather\"}</TOOLCALL>");
+  expect_all_content(ToolFormat::Dsml, "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"nope\">\n</｜DSML｜invoke>");
+  expect_all_content(ToolFormat::Dsml, "\n\n<｜DSML｜tool_calls>\nno call here");
+  expect_all_content(ToolFormat::Dsml, "<｜DSML｜tool_calls>\n</｜DSML｜tool_calls>");
+  // A repeated parameter name (the reference refuses it) and an unknown string mark.
+  expect_all_content(ToolFormat::Dsml,
+                     "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" "
+                     "string=\"true\">a</｜DSML｜parameter>\n<｜DSML｜parameter name=\"city\" string=\"true\">b"
+                     "</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>");
+  expect_all_content(ToolFormat::Dsml,
+                     "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" "
+                     "string=\"maybe\">a</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>");
 }
 
 TEST(MalformedCalls, AnEmptyReplyAndPlainTextAreContent) {
@@ -84,13 +100,72 @@ TEST(MalformedCalls, AnEmptyReplyAndPlainTextAreContent) {
 // Random texts from each format's fragments (and fragments cut short), split at random: no crash, the same
 // events as the whole text, every ended call's arguments a JSON object, every started call ended.
 TEST(MalformedCalls, RandomFragmentsNeverBreakTheParsers) {
-  const std::vector<std::string> pieces = {
-      "<tool_call>", "</tool_call>", "<function=", "get_weather", ">", "<parameter=", "city", "</parameter>",
-      "</function>", "\n", " ", "{", "}", "[", "]", ":", ",", "\"", "\"name\"", "\"arguments\"", "\"parameters\"",
-      "\"get_weather\"", "\"city\"", "\"Paris\"", "3", "-", ".5", "e", "true", "nul", "\\", "<arg_key>",
-      "</arg_key>", "<arg_value>", "</arg_value>", "<|tool_call>", "<tool_call|>", "call:", "<|\"|>", "<|\"",
-      "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "```json",
-      "```", "<TOOLCALL>", "</TOOLCALL>", "<|python_tag|>", ";", "text", "é", "\xe2\x82", "<", "</"};
+  const std::vector<std::string> pieces = {"<tool_call>",
+                                           "</tool_call>",
+                                           "<function=",
+                                           "get_weather",
+                                           ">",
+                                           "<parameter=",
+                                           "city",
+                                           "</parameter>",
+                                           "</function>",
+                                           "\n",
+                                           " ",
+                                           "{",
+                                           "}",
+                                           "[",
+                                           "]",
+                                           ":",
+                                           ",",
+                                           "\"",
+                                           "\"name\"",
+                                           "\"arguments\"",
+                                           "\"parameters\"",
+                                           "\"get_weather\"",
+                                           "\"city\"",
+                                           "\"Paris\"",
+                                           "3",
+                                           "-",
+                                           ".5",
+                                           "e",
+                                           "true",
+                                           "nul",
+                                           "\\",
+                                           "<arg_key>",
+                                           "</arg_key>",
+                                           "<arg_value>",
+                                           "</arg_value>",
+                                           "<|tool_call>",
+                                           "<tool_call|>",
+                                           "call:",
+                                           "<|\"|>",
+                                           "<|\"",
+                                           "<｜tool▁calls▁begin｜>",
+                                           "<｜tool▁call▁begin｜>",
+                                           "<｜tool▁sep｜>",
+                                           "<｜tool▁call▁end｜>",
+                                           "```json",
+                                           "```",
+                                           "<TOOLCALL>",
+                                           "</TOOLCALL>",
+                                           "<|python_tag|>",
+                                           ";",
+                                           "text",
+                                           "é",
+                                           "\xe2\x82",
+                                           "<",
+                                           "</",
+                                           "<｜DSML｜tool_calls>",
+                                           "</｜DSML｜tool_calls>",
+                                           "<｜DSML｜invoke name=\"",
+                                           "\">",
+                                           "</｜DSML｜invoke>",
+                                           "<｜DSML｜parameter name=\"",
+                                           "\" string=\"",
+                                           "true\">",
+                                           "false\">",
+                                           "</｜DSML｜parameter>",
+                                           "\n\n"};
   std::mt19937 rng(1234);
   for (const auto f : all_tool_formats()) {
     for (int round = 0; round < 300; ++round) {

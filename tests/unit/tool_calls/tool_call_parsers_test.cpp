@@ -71,7 +71,8 @@ TEST(HermesParser, KeysInAnotherOrderAndStringArgumentsAreReadWhole) {
 }
 
 TEST(HermesParser, AnUnknownToolOrPlainMentionStaysContent) {
-  check(ToolFormat::Hermes, "Use <tool_call> tags like <tool_call>{\"name\": \"rm_rf\", \"arguments\": {}}</tool_call>.",
+  check(ToolFormat::Hermes,
+        "Use <tool_call> tags like <tool_call>{\"name\": \"rm_rf\", \"arguments\": {}}</tool_call>.",
         {"Use <tool_call> tags like <tool_call>{\"name\": \"rm_rf\", \"arguments\": {}}</tool_call>.", {}});
 }
 
@@ -104,8 +105,7 @@ TEST(XmlFunctionParser, MultilineTextKeepsItsInnerNewlinesAndQuotes) {
 }
 
 TEST(XmlFunctionParser, MissingParameterCloseAndToolCallOpenerAreTolerated) {
-  check(ToolFormat::XmlFunction,
-        "<function=get_weather>\n<parameter=city>\nParis\n<parameter=days>\n3\n</function>",
+  check(ToolFormat::XmlFunction, "<function=get_weather>\n<parameter=city>\nParis\n<parameter=days>\n3\n</function>",
         {"", {{"get_weather", kParis}}});
 }
 
@@ -148,8 +148,9 @@ TEST(Gemma4Parser, RewritesItsNotationToJson) {
         "Sure.<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>,days:3}<tool_call|>"
         "<|tool_call>call:set_flags{tags:[<|\"|>a, b<|\"|>,<|\"|>c<|\"|>],options:{x:1,y:{}},enabled:true,"
         "note:null,ratio:-0.5e1}<tool_call|>",
-        {"Sure.", {{"get_weather", kParis},
-                   {"set_flags", J::parse(R"({"tags": ["a, b", "c"], "options": {"x": 1, "y": {}}, "enabled": true,
+        {"Sure.",
+         {{"get_weather", kParis},
+          {"set_flags", J::parse(R"({"tags": ["a, b", "c"], "options": {"x": 1, "y": {}}, "enabled": true,
                                              "note": null, "ratio": -5.0})")}}});
   check(ToolFormat::Gemma4, "<|tool_call>call:get_weather{city:<|\"|>Tokyo<|\"|>,units:c,extra:[]}<tool_call|>",
         {"", {{"get_weather", J{{"city", "Tokyo"}, {"units", "c"}, {"extra", J::array()}}}}});
@@ -167,6 +168,50 @@ TEST(DeepSeekParser, ReadsV31AndV3Calls) {
         {"", {{"get_weather", kTokyo}}});
 }
 
+const std::string kDsmlCalls =
+    "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n"
+    "<｜DSML｜parameter name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n"
+    "<｜DSML｜parameter name=\"days\" string=\"false\">3</｜DSML｜parameter>\n</｜DSML｜invoke>\n"
+    "<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" "
+    "string=\"true\">Tokyo</｜DSML｜parameter>\n"
+    "</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
+
+TEST(DsmlParser, ReadsTheBlockOfInvokesTypedByTheirStringMark) {
+  check(ToolFormat::Dsml, "Checking both." + kDsmlCalls,
+        {"Checking both.", {{"get_weather", kParis}, {"get_weather", kTokyo}}});
+  check(ToolFormat::Dsml, kDsmlCalls, {"", {{"get_weather", kParis}, {"get_weather", kTokyo}}});
+  // JSON values of every kind; text kept as written (quotes, newlines, markup, non-ASCII), escaped for JSON.
+  check(
+      ToolFormat::Dsml,
+      "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"set_flags\">\n"
+      "<｜DSML｜parameter name=\"enabled\" string=\"false\">true</｜DSML｜parameter>\n"
+      "<｜DSML｜parameter name=\"tags\" string=\"false\">[\"a\", \"b\"]</｜DSML｜parameter>\n"
+      "<｜DSML｜parameter name=\"options\" string=\"false\">{\"deep\": {\"x\": [1, 2.5, null]}}</｜DSML｜parameter>\n"
+      "<｜DSML｜parameter name=\"ratio\" string=\"false\">1e-05</｜DSML｜parameter>\n"
+      "<｜DSML｜parameter name=\"note\" string=\"true\">say \"hi\"\n<b>naïve</b> 😀</｜DSML｜parameter>\n"
+      "</｜DSML｜invoke>\n</｜DSML｜tool_calls>",
+      {"", {{"set_flags", J::parse(R"({"enabled": true, "tags": ["a", "b"], "options": {"deep": {"x": [1, 2.5, null]}},
+                                        "ratio": 1e-05, "note": "say \"hi\"\n<b>naïve</b> 😀"})")}}});
+}
+
+TEST(DsmlParser, ArgumentsAreTheReferencesBytesAndABrokenJsonValueIsTypedBySchema) {
+  const auto reply =
+      collect_tool_calls(run_whole(ToolFormat::Dsml, tools(),
+                                   "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n"
+                                   "<｜DSML｜parameter name=\"city\" string=\"true\">São \"P\"</｜DSML｜parameter>\n"
+                                   "<｜DSML｜parameter name=\"days\" string=\"false\">3</｜DSML｜parameter>\n"
+                                   "<｜DSML｜parameter name=\"units\" "
+                                   "string=\"false\">c</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>"));
+  ASSERT_EQ(reply.calls.size(), 1u);
+  EXPECT_EQ(reply.calls[0].arguments, R"({"city": "São \"P\"", "days": 3, "units": "c"})");
+}
+
+TEST(DsmlParser, AnInvokeWithoutParametersAndTextAfterTheBlock) {
+  check(ToolFormat::Dsml,
+        "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n\n</｜DSML｜invoke>\n</｜DSML｜tool_calls> done",
+        {"done", {{"get_weather", J::object()}}}, false);
+}
+
 TEST(NemotronParser, ReadsTheListOfCalls) {
   check(ToolFormat::Nemotron,
         "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}, "
@@ -178,6 +223,7 @@ TEST(ToolFormats, DetectedFromTheTemplatesMarkers) {
   EXPECT_EQ(detect_tool_format("{{ '<|tool_call>call:' }}"), ToolFormat::Gemma4);
   EXPECT_EQ(detect_tool_format("<｜tool▁calls▁begin｜>"), ToolFormat::DeepSeek);
   EXPECT_EQ(detect_tool_format("<TOOLCALL>"), ToolFormat::Nemotron);
+  EXPECT_EQ(detect_tool_format("{#- builtin:deepseek_v4 <｜DSML｜tool_calls> -#}"), ToolFormat::Dsml);
   EXPECT_EQ(detect_tool_format("<tool_call>{{ name }}<arg_key>"), ToolFormat::Glm);
   EXPECT_EQ(detect_tool_format("<tool_call>\n<function=x>\n<parameter=y>"), ToolFormat::XmlFunction);
   EXPECT_EQ(detect_tool_format("<tool_call>\n{\"name\": <function-name>}"), ToolFormat::Hermes);
@@ -187,8 +233,9 @@ TEST(ToolFormats, DetectedFromTheTemplatesMarkers) {
 }
 
 TEST(ToolFormats, WithoutDeclaredToolsAnyNameIsReadAndValuesStayText) {
-  const auto events = run_whole(ToolFormat::XmlFunction, {},
-                                "<tool_call>\n<function=anything>\n<parameter=n>\n3\n</parameter>\n</function>\n</tool_call>");
+  const auto events =
+      run_whole(ToolFormat::XmlFunction, {},
+                "<tool_call>\n<function=anything>\n<parameter=n>\n3\n</parameter>\n</function>\n</tool_call>");
   const auto reply = collect_tool_calls(events);
   ASSERT_EQ(reply.calls.size(), 1u);
   EXPECT_EQ(reply.calls[0].name, "anything");
@@ -211,10 +258,15 @@ TEST(ToolFormats, CallOpeningStartsACallOfThatName) {
     if (f == ToolFormat::Gemma4) rest = "city:<|\"|>Paris<|\"|>}<tool_call|>";
     if (f == ToolFormat::DeepSeek) rest = "{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
     if (f == ToolFormat::Nemotron) rest = "{\"city\": \"Paris\"}}]</TOOLCALL>";
+    if (f == ToolFormat::Dsml)
+      rest =
+          "<｜DSML｜parameter name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n</｜DSML｜invoke>\n"
+          "</｜DSML｜tool_calls>";
     const auto reply = collect_tool_calls(test::run_whole(f, tools, call_opening(f, "get_weather") + rest));
     ASSERT_EQ(reply.calls.size(), 1u) << tool_format_name(f);
     EXPECT_EQ(reply.calls[0].name, "get_weather");
-    EXPECT_EQ(nlohmann::json::parse(reply.calls[0].arguments), nlohmann::json({{"city", "Paris"}})) << tool_format_name(f);
+    EXPECT_EQ(nlohmann::json::parse(reply.calls[0].arguments), nlohmann::json({{"city", "Paris"}}))
+        << tool_format_name(f);
     EXPECT_EQ(reply.content, "") << tool_format_name(f);
   }
 }
