@@ -32,6 +32,7 @@ std::vector<HostRowLayer> DecoderWeights::host_row_layers() const {
   for (const auto& l : layers) {
     if (const auto* s = std::get_if<SparseAttentionBlock>(&l.mixer)) put(l.slot, {s->log_width()});
     if (const auto* m = std::get_if<MlaBlock>(&l.mixer)) put(l.slot, {m->log_width()});
+    if (const auto* c = std::get_if<CompressedAttentionBlock>(&l.mixer)) put(l.slot, {c->log_width()});
     if (l.ngrams) put(l.ngrams->slot, {l.ngrams->log_width(), l.ngrams->reach()});
   }
   return out;
