@@ -4,7 +4,7 @@ tokens from transformers' deepseek_v4 (the reference: mlx-lm has no model for it
 
 Runs on a CPU (transformers >= 5.25 with deepseek_v4, torch, safetensors, numpy; no network, no mlx):
     python3 scripts/golden/make_deepseek_v4_tiny.py [OUT_DIR]   # OUT_DIR default tests/goldens/deepseek_v4
-and writes OUT_DIR/{bf16,fp8-mxfp4}/. Everything is seeded CPU init and float64 CPU arithmetic.
+and writes OUT_DIR/{bf16,fp8-mxfp4,mlx-4bit}/. Everything is seeded CPU init and float64 CPU arithmetic.
 
 The model (V4-Flash's shape shrunk; every piece of issue 60's model part is exercised):
   vocab 320, hidden 64, 4 layers: [sliding, compressed_sparse (CSA), heavily_compressed (HCA), CSA] attention,
@@ -36,7 +36,10 @@ hc_ffn_*, model.hc_head.*, head.weight):
       (power of two, float8_e8m0fnu) scales per 128x128 tile under `<name>.scale`, and the routed experts as
       MXFP4: int8 bytes of two E2M1 codes (low nibble the even input) with a UE8M0 scale per 32 inputs
       (`<name>.scale`), config quantization_config {quant_method fp8, scale_fmt ue8m0, weight_block_size
-      [128, 128]}, expert_dtype fp4; its golden is the same float64 reference over the dequantized weights.
+      [128, 128]}, expert_dtype fp4; its golden is the same float64 reference over the dequantized weights;
+  (c) mlx-4bit: (a) with its Linear and Embedding weights (in-features a multiple of 32) as MLX affine 4-bit codes
+      in groups of 32 (routers 8-bit), config.json `quantization`, the same names (mlx-lm has no deepseek_v4 model
+      to rename them); its golden over the weights as MLX dequantizes them (scale * q and + bias rounded to bf16).
 
 golden.json: prompt_ids, logits (float32 logits of the last 3 prompt positions), greedy (16 tokens by repeated
 argmax over a full re-forward), gaps, top1_logit, indexer_margin and routing_margin (the smallest gap between the
@@ -56,7 +59,7 @@ from transformers.models.deepseek_v4 import modeling_deepseek_v4 as md
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_qwen4_exp_tiny as q4  # noqa: E402  (the float64 patches)
 from make_nemotron_h_tiny import round_bf16_, run_golden  # noqa: E402
-from make_qwen3_5_tiny import tokenizer_files, write_common  # noqa: E402
+from make_qwen3_5_tiny import mlx_dequantize, mlx_quantize, tokenizer_files, write_common  # noqa: E402
 
 EOS = 258
 LAYER_TYPES = ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention",
@@ -262,24 +265,51 @@ def mxfp4(w):
             torch.from_numpy(deq.astype(np.float32)))
 
 
-def runtime_name(k):
-    return k  # filled by quantized_variant through the model's own mapping
+def fp8_mxfp4_tensors(k, v):
+    if ".layers." in k and ".ffn.experts." in k and k.endswith(".weight"):
+        q, s, deq = mxfp4(v)
+    elif ".layers." in k and k.endswith(".weight") and v.dim() == 2 and (".attn.w" in k or ".shared_experts." in k):
+        q, s, deq = fp8_tiles(v)
+    else:
+        return None
+    return {k: q, k[:-len("weight")] + "scale": s}, deq
 
 
-def quantized_variant(model, disk):
-    """(b)'s tensors and a float32 model holding the dequantized weights."""
+MLX_GROUP, MLX_BITS, MLX_ROUTER_BITS = 32, 4, 8
+
+
+def mlx_quantizable(k, v):
+    # What mlx_lm.convert quantizes: Linear and Embedding weights (2-D, in-features a multiple of the group).
+    return k.endswith(".weight") and v.dim() == 2 and v.shape[1] % MLX_GROUP == 0
+
+
+def mlx_bits(k):
+    return MLX_ROUTER_BITS if k.endswith("ffn.gate.weight") else MLX_BITS  # routers at 8 bits, as mlx-lm keeps them
+
+
+def mlx_tensors(k, v):
+    if not mlx_quantizable(k, v):
+        return None
+    bits = mlx_bits(k)
+    packed, sc, bi = mlx_quantize(v.float().numpy(), MLX_GROUP, bits, "bf16")
+    deq = torch.from_numpy(mlx_dequantize(packed, sc, bi, MLX_GROUP, bits, "bf16").astype(np.float32))
+    m = k[:-len(".weight")]
+    return {m + ".weight": torch.from_numpy(packed.astype(np.uint32)),
+            m + ".scales": torch.from_numpy(sc.astype(np.float32)).to(torch.bfloat16),
+            m + ".biases": torch.from_numpy(bi.astype(np.float32)).to(torch.bfloat16)}, deq
+
+
+def quantized_variant(model, disk, quantize):
+    """The disk tensors with each weight `quantize` takes replaced by what it returns, and a float32 model holding
+    the dequantized values (the reference's weights)."""
     out, deq_disk = {}, {}
     for k, v in disk.items():
-        if ".layers." in k and ".ffn.experts." in k and k.endswith(".weight"):
-            q, s, deq = mxfp4(v)
-        elif ".layers." in k and k.endswith(".weight") and v.dim() == 2 and (
-                ".attn.w" in k or ".shared_experts." in k):
-            q, s, deq = fp8_tiles(v)
-        else:
+        got = quantize(k, v)
+        if got is None:
             out[k] = v
             continue
-        out[k], out[k[:-len("weight")] + "scale"] = q, s
-        deq_disk[k] = deq
+        files, deq_disk[k] = got
+        out.update(files)
     # Into the runtime model: save the dequantized disk tensors, load them back through transformers.
     tmp = "/tmp/dsv4_quant_tmp"
     os.makedirs(tmp, exist_ok=True)
@@ -317,7 +347,7 @@ def main():
     log("bf16 bytes:", sum(v.numel() * v.element_size() for v in disk.values()))
 
     log("fp8-mxfp4 variant:")
-    qsd, model_q = quantized_variant(model, disk)
+    qsd, model_q = quantized_variant(model, disk, fp8_mxfp4_tensors)
     for key in MARGINS:
         MARGINS[key] = []
     golden_q = reference(model_q, prompts, min_margin=2e-5)
@@ -332,6 +362,25 @@ def main():
     write_common(d, tok, tcfg, gcfg)
     json.dump(dict(golden_q, variant="fp8-mxfp4"), open(os.path.join(d, "golden.json"), "w"))
     log("fp8-mxfp4 greedy:", golden_q["greedy"])
+
+    log("mlx-4bit variant:")
+    msd, model_m = quantized_variant(model, disk, mlx_tensors)
+    for key in MARGINS:
+        MARGINS[key] = []
+    golden_m = reference(model_m, prompts, min_margin=2e-5)
+    golden_m.update(prompt_ids=prompts, made_with=LOG[0])
+    d = os.path.join(out_root, "mlx-4bit")
+    os.makedirs(d, exist_ok=True)
+    save_file(msd, os.path.join(d, "model.safetensors"), metadata={"format": "mlx"})
+    qblock = {"group_size": MLX_GROUP, "bits": MLX_BITS, "mode": "affine"}
+    for k, v in disk.items():
+        if mlx_quantizable(k, v) and mlx_bits(k) != MLX_BITS:
+            qblock[k[:-len(".weight")]] = {"group_size": MLX_GROUP, "bits": mlx_bits(k)}
+    cfg_m = dict(cfg, quantization=qblock, quantization_config=dict(qblock))
+    json.dump(cfg_m, open(os.path.join(d, "config.json"), "w"), indent=2)
+    write_common(d, tok, tcfg, gcfg)
+    json.dump(dict(golden_m, variant="mlx-4bit"), open(os.path.join(d, "golden.json"), "w"))
+    log("mlx-4bit greedy:", golden_m["greedy"])
     log("done")
 
 

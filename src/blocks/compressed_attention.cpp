@@ -128,7 +128,31 @@ Layout layout(const CompressedAttentionConfig& c) {
 }
 }  // namespace
 
-std::int64_t CompressedAttentionBlock::log_width() const { return static_cast<std::int64_t>(layout(cfg).width); }
+namespace {
+// Floats of one entry with its index key, and of the piece of it a position carries.
+std::size_t entry_width(const CompressedAttentionConfig& c) {
+  return static_cast<std::size_t>(c.head_dim) +
+         (c.branch == CompressedAttentionConfig::Branch::Overlapping ? static_cast<std::size_t>(c.index_dim) : 0);
+}
+std::size_t piece_width(const CompressedAttentionConfig& c) {
+  return (entry_width(c) + static_cast<std::size_t>(c.rate) - 1) / static_cast<std::size_t>(c.rate);
+}
+}  // namespace
+
+std::vector<HostRowLayer> CompressedAttentionBlock::log_layers() const {
+  // The recent rows a call reads before its first: the window's keys, the positions an entry pools (two windows
+  // when overlapping) and the newest entries not yet compacted (completed less than `rate` positions ago).
+  std::int64_t reach = cfg.window - 1;
+  if (cfg.branch != CompressedAttentionConfig::Branch::None) {
+    const std::int64_t pooled =
+        cfg.branch == CompressedAttentionConfig::Branch::Overlapping ? 2 * cfg.rate - 1 : cfg.rate - 1;
+    reach = std::max({reach, pooled, static_cast<std::int64_t>(cfg.rate)});
+  }
+  std::vector<HostRowLayer> out{{static_cast<std::int64_t>(layout(cfg).width), reach}};
+  if (cfg.branch != CompressedAttentionConfig::Branch::None)
+    out.push_back({static_cast<std::int64_t>(piece_width(cfg)), HostRowLayer::kEveryPosition});
+  return out;
+}
 
 Tensor CompressedAttentionBlock::forward(Backend& b, const Tensor& h, std::span<const StreamRows> runs,
                                          int slot) const {
@@ -162,13 +186,37 @@ Tensor CompressedAttentionBlock::forward(Backend& b, const Tensor& h, std::span<
   const float index_scale = overlapping ? 1.0f / std::sqrt(static_cast<float>(I)) : 0.0f;
   const float weight_scale = overlapping ? 1.0f / std::sqrt(static_cast<float>(IH)) : 0.0f;
   std::vector<float> entry(L.width), logits, scores, probs(2 * static_cast<std::size_t>(r));
+  const std::size_t EW = entry_width(cfg), PW = compressed ? piece_width(cfg) : 0;
+  std::vector<float> entries, piece(PW);  // a run's complete entries [count, EW] (entry then index key)
   std::vector<const float*> keys;
   std::vector<std::int64_t> chosen, order;
   std::size_t row = 0;
+  const int entries_slot = slot + 1;
   for (const auto& run : runs) {
     auto* log = dynamic_cast<HostRowLog*>(run.host_rows);
     if (log == nullptr) throw std::logic_error("compressed attention: a run without its host rows");
     log->start_call(slot, run.start, run.rows);
+    entries.clear();
+    if (compressed) {
+      log->start_call(entries_slot, run.start, run.rows);
+      // The entries complete before the run: compacted ones from their pieces (window w + 1's rows), the newest
+      // from the recent row that completed them.
+      for (std::int64_t w = 0; w < run.start / r; ++w) {
+        const std::size_t at = entries.size();
+        entries.resize(at + EW);
+        if ((w + 2) * r - 1 < run.start) {
+          for (std::int64_t t = 0; t < r; ++t) {
+            const auto p = log->row(entries_slot, (w + 1) * r + t);
+            const std::size_t from = static_cast<std::size_t>(t) * PW, take = std::min(PW, EW - std::min(EW, from));
+            std::copy_n(p.data(), take, entries.data() + at + from);
+          }
+        } else {
+          const float* done = log->row(slot, (w + 1) * r - 1).data();
+          std::copy_n(done + L.centry, D, entries.data() + at);
+          if (overlapping) std::copy_n(done + L.ientry, I, entries.data() + at + D);
+        }
+      }
+    }
     for (std::int64_t i = 0; i < run.rows; ++i, ++row) {
       const std::int64_t pos = run.start + i;
       // This position's row: its key, and its compressor inputs (gates with their slot's position bias).
@@ -217,7 +265,19 @@ Tensor CompressedAttentionBlock::forward(Backend& b, const Tensor& h, std::span<
         if ((pos + 1) % r == 0) {
           pool_entry(compressor, L.ckv, L.cgate, L.centry, overlapping);
           if (overlapping) pool_entry(index_pool, L.ikv, L.igate, L.ientry, true);
+          entries.insert(entries.end(), entry.begin() + static_cast<std::ptrdiff_t>(L.centry),
+                         entry.begin() + static_cast<std::ptrdiff_t>(L.centry + D));
+          if (overlapping)
+            entries.insert(entries.end(), entry.begin() + static_cast<std::ptrdiff_t>(L.ientry),
+                           entry.begin() + static_cast<std::ptrdiff_t>(L.ientry + I));
         }
+        // This position's piece of the entry completed before its window began.
+        std::fill(piece.begin(), piece.end(), 0.0f);
+        if (const std::int64_t w = pos / r - 1; w >= 0) {
+          const std::size_t from = static_cast<std::size_t>(pos % r) * PW, take = std::min(PW, EW - std::min(EW, from));
+          std::copy_n(entries.data() + static_cast<std::size_t>(w) * EW + from, take, piece.data());
+        }
+        log->append(entries_slot, piece);
       }
       log->append(slot, entry);
 
@@ -233,7 +293,7 @@ Tensor CompressedAttentionBlock::forward(Backend& b, const Tensor& h, std::span<
         for (std::size_t hh = 0; hh < IH; ++hh) rope_tail(iq + hh * I, cfg.index_dim, cfg.compress_inv_freq, pos);
         scores.assign(static_cast<std::size_t>(complete), 0.0f);
         for (std::int64_t w = 0; w < complete; ++w) {
-          const float* k = log->row(slot, (w + 1) * r - 1).data() + L.ientry;
+          const float* k = entries.data() + static_cast<std::size_t>(w) * EW + D;
           float s = 0.0f;
           for (std::size_t hh = 0; hh < IH; ++hh) {
             float d = 0.0f;
@@ -252,7 +312,7 @@ Tensor CompressedAttentionBlock::forward(Backend& b, const Tensor& h, std::span<
       } else {
         for (std::int64_t w = 0; w < complete; ++w) chosen.push_back(w);
       }
-      for (const std::int64_t w : chosen) keys.push_back(log->row(slot, (w + 1) * r - 1).data() + L.centry);
+      for (const std::int64_t w : chosen) keys.push_back(entries.data() + static_cast<std::size_t>(w) * EW);
 
       // Per head: the unweighted-normed, rotated query; softmax over the keys and the sink; the values' sum
       // (values are the keys), rotated back by -pos.

@@ -17,18 +17,26 @@
 //       w = weights_proj(x) / sqrt(index_heads),
 //     and the query attends all of them while there are at most index_top_k, else the index_top_k best (ties to
 //     the earlier entry).
-// State: one row a position in the stream's HostRowLog (every position kept): the window key, and for a
-// compressed layer the position's compressor inputs (kv, gate + position bias) and, on the position that
-// completes a window, that window's entry (and its index key). An entry depends only on the positions before
-// it and a row's choice on its own query, so truncation and snapshots are the rows themselves, and a row's
-// output never depends on the rows beside it in a call. Projections run on the backend; pooling, choice and
-// attention on the host.
+// State, in the stream's HostRowLog, two layers (slot and, for a compressed layer, slot + 1):
+//   recent rows (bounded: what a call reads before its first row, max(window - 1, the pooling's reach, rate)
+//     positions, plus the call's rows): a position's window key, its compressor inputs (kv, gate + position bias)
+//     and, on the position that completes a window, that window's entry and index key;
+//   entries (every position): the entries compacted, entry w's (head_dim + index_dim) values cut into `rate`
+//     pieces carried by the positions of window w + 1 (each row a piece of the entry completed before its
+//     window began). A query reads the entries whose pieces are all written from there and the one or two
+//     newer ones from the recent rows.
+// So a stream holds ceil((head_dim + index_dim) / rate) floats a position and layer (DeepSeek-V4-Flash: 160 for a
+// compressed sparse layer, 4 for a heavily compressed one) beside a fixed window of recent rows. An entry
+// depends only on the positions before it and a row's choice on its own query: truncation inside the last call
+// and snapshots are the rows themselves, and a row's output never depends on the rows beside it in a call.
+// Projections run on the backend; pooling, choice and attention on the host.
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "backends/backend.h"
+#include "blocks/host_row_log.h"
 #include "blocks/weight_source.h"
 
 namespace tf {
@@ -72,8 +80,9 @@ struct CompressedAttentionBlock {
   static CompressedAttentionBlock load(WeightSource& src, const std::string& prefix,
                                        const CompressedAttentionConfig& cfg,
                                        const CompressedAttentionNames& names = {});
-  std::int64_t log_width() const;  // floats a position keeps
-  // h [n, hidden] -> [n, hidden]; each run's rows go to layer `slot` of its HostRowLog at their positions.
+  // Its HostRowLog layers: the recent rows, then (a compressed layer) the entries.
+  std::vector<HostRowLayer> log_layers() const;
+  // h [n, hidden] -> [n, hidden]; each run's rows go to layers `slot` (and slot + 1) of its HostRowLog.
   Tensor forward(Backend& b, const Tensor& h, std::span<const StreamRows> runs, int slot) const;
 };
 

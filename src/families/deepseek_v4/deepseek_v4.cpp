@@ -5,7 +5,8 @@
 // wo_b, attn_sink, compressor.*, indexer.*}, ffn.{gate.{weight, bias, tid2eid}, experts.N.w1/w2/w3,
 // shared_experts.*}, hc_attn_* / hc_ffn_*, model.hc_head.hc_*, model.norm, model.embed_tokens, head.weight).
 // Not read yet: the runtime (self_attn.q_a_proj ...) names, the official release's own top-level names
-// (embed / head without model.), the MTP layers (mtp.*: transformers ignores them too), MLX affine checkpoints.
+// (embed / head without model.), the MTP layers (mtp.*: transformers ignores them too). MLX affine codes are read
+// under the saved names (mlx-lm has no deepseek_v4 model to rename them).
 #include "families/deepseek_v4/deepseek_v4.h"
 
 #include <nlohmann/json.hpp>
@@ -223,12 +224,15 @@ std::unique_ptr<Model> load_deepseek_v4(const std::string& path, bool is_gguf, B
                                     " backend does not run yet: use --backend mlx");
   const HfCheckpoint ck(path);
   const DeepseekV4Config cfg = read_config(ck.config(), path);
-  // bf16, or block FP8 (e4m3 with 128x128 UE8M0 `.scale` tiles) with MXFP4 experts, dequantized by the reader.
-  if (const auto q = ck.config().find("quantization_config"); q != ck.config().end() && !q->is_null()) {
+  // bf16, or block FP8 (e4m3 with 128x128 UE8M0 `.scale` tiles) with MXFP4 experts, dequantized by the reader, or
+  // MLX affine codes under the same names (config.json `quantization`, mirrored as a quantization_config without
+  // quant_method), each quantized matrix kept as its codes.
+  if (const auto q = ck.config().find("quantization_config");
+      q != ck.config().end() && !q->is_null() && !(q->is_object() && !q->contains("quant_method"))) {
     const std::string method = q->is_object() ? q->value("quant_method", std::string()) : std::string();
     if (method != "fp8" || !q->contains("weight_block_size"))
       throw CheckpointError(path, "deepseek_v4: quantization '" + (method.empty() ? q->dump() : method) +
-                                      "' is not read yet (bf16 and block FP8 with MXFP4 experts are)");
+                                      "' is not read yet (bf16, block FP8 with MXFP4 experts and MLX affine are)");
   }
   auto reader = open_hf_weights(path);
   WeightSource src(*reader, backend);
@@ -246,6 +250,7 @@ std::unique_ptr<Model> load_deepseek_v4(const std::string& path, bool is_gguf, B
   w.rms_eps = cfg.eps;
   w.streams = cfg.streams;
   w.embed = src.matrix(body + "embed_tokens.weight", cfg.vocab, cfg.hidden);
+  int host_rows = 0;
   for (std::int64_t i = 0; i < cfg.layers; ++i) {
     const std::string p = body + "layers." + std::to_string(i) + ".";
     const auto at = static_cast<std::size_t>(i);
@@ -255,8 +260,10 @@ std::unique_ptr<Model> load_deepseek_v4(const std::string& path, bool is_gguf, B
     ac.rate = ac.branch == Branch::Overlapping ? cfg.csa_rate : ac.branch == Branch::Pooled ? cfg.hca_rate : 1;
     // Sliding-only layers turn by the main rope, compressed ones (their window too) by the compress rope.
     ac.inv_freq = ac.branch == Branch::None ? cfg.main_freq : cfg.compress_freq;
-    l.mixer = CompressedAttentionBlock::load(src, p + "attn.", ac);
-    l.slot = static_cast<int>(i);
+    auto block = CompressedAttentionBlock::load(src, p + "attn.", ac);
+    l.slot = host_rows;  // its recent rows, and its entries at the next slot
+    host_rows += static_cast<int>(block.log_layers().size());
+    l.mixer = std::move(block);
     l.mixer_hc = wrapper(p + "hc_attn_", p + "attn_norm.weight");
     MoeConfig mc = cfg.moe;
     if (cfg.hashed[at]) mc.token_experts_name = "gate.tid2eid";
