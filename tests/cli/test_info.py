@@ -396,6 +396,20 @@ def test_info_counts_gemma4_full_layers_per_token_and_windows_per_stream(tensorf
     assert info["memory"][0].endswith("-token KV cache (full layers) + the sliding windows")
 
 
+@pytest.mark.parametrize("variant", ["bf16", "fp8-mxfp4", "mlx-4bit"])
+def test_info_counts_deepseek_v4_entries_per_token_and_recent_rows_per_stream(tensorfold, variant):
+    """The tiny deepseek_v4 ([sliding, CSA 4, HCA 8, CSA 4], head 32, index head 16, window 8): per token, each
+    compressed layer's entries compacted (CSA: (32 + 16) / 4 = 12 floats, HCA: 32 / 8 = 4: 2 x 48 + 16 = 112 B);
+    per stream, each layer's recent rows ((reach + a 512-row chunk) x its row width, float32)."""
+    golden = Path(__file__).resolve().parents[1] / "goldens" / "deepseek_v4" / variant
+    info = info_ok(tensorfold, golden)
+    assert info["architecture"] == ["deepseek_v4"]
+    # Recent rows: sliding (7 + 512) x 32, 2 x CSA (7 + 512) x (32 + 2 x 64 + 32 + 5 x 16), HCA (8 + 512) x
+    # (32 + 2 x 32 + 32) floats: 1,462,016 B.
+    assert info["kv cache"] == ["112 B per token (float32 compressed entries; + 1.4 MiB per stream of recent rows)"]
+    assert info["memory"][0].endswith("-token KV cache + the recent rows")
+
+
 def _safetensors_parameters(folder):
     """(all, mtp.*) parameter counts from the safetensors headers: a U32 `.weight` with `.scales` beside it packs
     32 / bits values a word (bits from config.json's quantization: 4 by default, per-module overrides); its scales
