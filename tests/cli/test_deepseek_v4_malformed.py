@@ -76,3 +76,18 @@ def test_serve_refuses_weights_of_another_shape(tmp_path, tensorfold, serving_bu
     d = edited_copy(tmp_path, setter("q_lora_rank", 16))
     assert_clean_failure(tensorfold("serve", d, "--port", "0"), d, "model.layers.0.attn.wq_a.weight",
                          command="serve")
+
+
+def test_serve_refuses_a_nan_ue8m0_scale(tmp_path, tensorfold, serving_build):
+    """0xFF is UE8M0's NaN: a tile scale holding it is refused, naming the tensor."""
+    d = tmp_path / "ckpt"
+    shutil.copytree(GOLDEN.parent / "fp8-mxfp4", d)
+    data = bytearray((d / "model.safetensors").read_bytes())
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    name = "model.layers.0.attn.wq_a.scale"
+    assert header[name]["dtype"] == "F8_E8M0"
+    data[8 + n + header[name]["data_offsets"][0]] = 0xFF
+    (d / "model.safetensors").write_bytes(bytes(data))
+    assert_clean_failure(tensorfold("serve", d, "--port", "0"), d, f"'{name}' holds a NaN scale (0xFF)",
+                         command="serve")
