@@ -4,7 +4,7 @@ tokens from transformers' deepseek_v4 (the reference: mlx-lm has no model for it
 
 Runs on a CPU (transformers >= 5.25 with deepseek_v4, torch, safetensors, numpy; no network, no mlx):
     python3 scripts/golden/make_deepseek_v4_tiny.py [OUT_DIR]   # OUT_DIR default tests/goldens/deepseek_v4
-and writes OUT_DIR/{bf16,fp8-mxfp4,mlx-4bit}/. Everything is seeded CPU init and float64 CPU arithmetic.
+and writes OUT_DIR/{bf16,fp8-mxfp4,mlx-4bit,release}/ (`--release-only` writes release/ from fp8-mxfp4/ alone). Everything is seeded CPU init and float64 CPU arithmetic.
 
 The model (V4-Flash's shape shrunk; every piece of issue 60's model part is exercised):
   vocab 320, hidden 64, 4 layers: [sliding, compressed_sparse (CSA), heavily_compressed (HCA), CSA] attention,
@@ -39,7 +39,12 @@ hc_ffn_*, model.hc_head.*, head.weight):
       [128, 128]}, expert_dtype fp4; its golden is the same float64 reference over the dequantized weights;
   (c) mlx-4bit: (a) with its Linear and Embedding weights (in-features a multiple of 32) as MLX affine 4-bit codes
       in groups of 32 (routers 8-bit), config.json `quantization`, the same names (mlx-lm has no deepseek_v4 model
-      to rename them); its golden over the weights as MLX dequantizes them (scale * q and + bias rounded to bf16).
+      to rename them); its golden over the weights as MLX dequantizes them (scale * q and + bias rounded to bf16);
+  (d) release: (b) under the release's own names (embed.weight, layers.N.*, norm.weight, hc_head_{fn,base,scale},
+      attn.kv_norm; head.weight as saved) and its legacy config keys (compress_ratios with one more entry, for the
+      MTP layer, compress_rate_csa / _hca, num_hash_layers, qk_rope_head_dim, a flat rope_scaling of "type" yarn);
+      transformers' from_pretrained maps those names onto the same parameters (checked when written); the same
+      weights, so (b)'s golden.
 
 golden.json: prompt_ids, logits (float32 logits of the last 3 prompt positions), greedy (16 tokens by repeated
 argmax over a full re-forward), gaps, top1_logit, indexer_margin and routing_margin (the smallest gap between the
@@ -47,6 +52,7 @@ last kept and the first dropped entry / expert met; the script refuses a seed wi
 """
 import json
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -323,7 +329,48 @@ def quantized_variant(model, disk, quantize):
     return out, m
 
 
+def release_name(k):
+    """A saved name as the release names it."""
+    if k == "model.embed_tokens.weight":
+        return "embed.weight"
+    if k.startswith("model.hc_head.hc_"):
+        return "hc_head_" + k[len("model.hc_head.hc_"):]
+    k = k[len("model."):] if k.startswith("model.") else k
+    return k.replace(".attn.norm.weight", ".attn.kv_norm.weight")
+
+
+def write_release(out_root):
+    """(d): (b)'s tensors renamed, its config in the release's legacy keys, (b)'s golden."""
+    from safetensors import safe_open
+    src, d = os.path.join(out_root, "fp8-mxfp4"), os.path.join(out_root, "release")
+    os.makedirs(d, exist_ok=True)
+    with safe_open(os.path.join(src, "model.safetensors"), "pt") as f:
+        tensors = {release_name(k): f.get_tensor(k) for k in f.keys()}
+    save_file(tensors, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    rates = {"sliding_attention": 0, **cfg["compress_rates"]}
+    compress = dict(cfg["rope_parameters"]["compress"])
+    for k in ("layer_types", "mlp_layer_types", "compress_rates", "rope_parameters", "partial_rotary_factor"):
+        cfg.pop(k, None)
+    # transformers maps compress_ratios of 0 / 4 / 128 only; the tiny rate 8 needs compress_rate_hca beside it.
+    cfg.update(compress_ratios=[rates[t] for t in LAYER_TYPES] + [0], compress_rate_csa=rates[LAYER_TYPES[1]],
+               compress_rate_hca=rates[LAYER_TYPES[2]], num_hash_layers=2, qk_rope_head_dim=16,
+               compress_rope_theta=compress["rope_theta"],
+               rope_scaling={"type": "yarn", "factor": compress["factor"],
+                             "original_max_position_embeddings": compress["original_max_position_embeddings"],
+                             "beta_fast": compress["beta_fast"], "beta_slow": compress["beta_slow"]})
+    json.dump(cfg, open(os.path.join(d, "config.json"), "w"), indent=2)
+    for f in ("generation_config.json", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(src, f), d)
+    golden = json.load(open(os.path.join(src, "golden.json")))
+    json.dump(dict(golden, variant="release"), open(os.path.join(d, "golden.json"), "w"))
+
+
 def main():
+    out_root = sys.argv[2] if len(sys.argv) > 2 else "tests/goldens/deepseek_v4"
+    if len(sys.argv) > 1 and sys.argv[1] == "--release-only":
+        write_release(out_root)
+        return
     out_root = sys.argv[1] if len(sys.argv) > 1 else "tests/goldens/deepseek_v4"
     log(f"transformers {transformers.__version__}, torch {torch.__version__}, float64 on cpu; script "
         f"scripts/golden/make_deepseek_v4_tiny.py")
@@ -381,6 +428,7 @@ def main():
     write_common(d, tok, tcfg, gcfg)
     json.dump(dict(golden_m, variant="mlx-4bit"), open(os.path.join(d, "golden.json"), "w"))
     log("mlx-4bit greedy:", golden_m["greedy"])
+    write_release(out_root)
     log("done")
 
 

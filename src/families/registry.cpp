@@ -39,8 +39,8 @@ constexpr const char* kGlm5NextWorks =
     "serves Hugging Face bf16, block-FP8 and MLX affine safetensors on MLX (not CUDA or MTP drafting yet)";
 
 constexpr const char* kDeepseekV4Works =
-    "serves Hugging Face bf16, block-FP8 + MXFP4-expert and MLX affine safetensors (transformers' saved names) on "
-    "the MLX CPU path (not CUDA, Metal or MTP drafting yet)";
+    "serves Hugging Face bf16, block-FP8 + MXFP4-expert and MLX affine safetensors (transformers' saved names and "
+    "the release's) on the MLX CPU path (not CUDA, Metal or MTP drafting yet)";
 
 constexpr std::array<Family, 12> kFamilies{{
     {"llama", "llama", load_llama, "serves on MLX and CUDA"},

@@ -358,7 +358,8 @@ def test_models_prints_a_table(tensorfold, tmp_path):
     assert [r[4] for r in rows if r[1] == "glm5_next"][0].startswith(
         "serves Hugging Face bf16, block-FP8 and MLX affine safetensors on MLX")
     assert [r[4] for r in rows if r[1] == "deepseek_v4"][0].startswith(
-        "serves Hugging Face bf16, block-FP8 + MXFP4-expert and MLX affine safetensors (transformers' saved names)")
+        "serves Hugging Face bf16, block-FP8 + MXFP4-expert and MLX affine safetensors (transformers' saved names and "
+        "the release's)")
     assert f"model cache: {tmp_path / 'cache'}" in lines
 
 

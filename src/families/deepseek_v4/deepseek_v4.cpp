@@ -4,9 +4,9 @@
 // Names: those transformers' save_pretrained writes (model.layers.N.attn.{wq_a, q_norm, wq_b, wkv, norm, wo_a,
 // wo_b, attn_sink, compressor.*, indexer.*}, ffn.{gate.{weight, bias, tid2eid}, experts.N.w1/w2/w3,
 // shared_experts.*}, hc_attn_* / hc_ffn_*, model.hc_head.hc_*, model.norm, model.embed_tokens, head.weight).
-// Not read yet: the runtime (self_attn.q_a_proj ...) names, the official release's own top-level names
-// (embed / head without model.), the MTP layers (mtp.*: transformers ignores them too). MLX affine codes are read
-// under the saved names (mlx-lm has no deepseek_v4 model to rename them).
+// The release's own names are read too (embed, layers.N., norm, hc_head_fn, attn.kv_norm; head). Not read yet: the
+// runtime (self_attn.q_a_proj ...) names, the MTP layers (mtp.*: transformers ignores them too). MLX affine codes are
+// read under the saved names (mlx-lm has no deepseek_v4 model to rename them).
 #include "families/deepseek_v4/deepseek_v4.h"
 
 #include <nlohmann/json.hpp>
@@ -104,8 +104,9 @@ DeepseekV4Config read_config(const nlohmann::json& top, const std::string& path)
             "heavily_compressed_attention, not " +
             v.dump());
     } else if (ratios != top.end() && !ratios->is_null()) {
-      if (!ratios->is_array() || static_cast<std::int64_t>(ratios->size()) != c.layers)
-        r.fail("'compress_ratios' must list num_hidden_layers (" + std::to_string(c.layers) + ") entries");
+      // The release lists its MTP layers' ratios after the main layers' (transformers reads the first ones).
+      if (!ratios->is_array() || static_cast<std::int64_t>(ratios->size()) < c.layers)
+        r.fail("'compress_ratios' must list at least num_hidden_layers (" + std::to_string(c.layers) + ") entries");
       const auto& v = (*ratios)[static_cast<std::size_t>(i)];
       const std::int64_t rate = v.is_number_integer() ? v.get<std::int64_t>() : -1;
       if (rate == 0)
@@ -168,7 +169,7 @@ DeepseekV4Config read_config(const nlohmann::json& top, const std::string& path)
       main = (*rp)["main"];
       compress = (*rp)["compress"];
     } else {
-      for (const auto& [k, v] : rp->items()) compress[k] = v;
+      for (const auto& [k, v] : rp->items()) compress[k == "type" ? "rope_type" : k] = v;  // legacy "type"
       compress["rope_theta"] = compress_theta;
     }
     break;
@@ -236,11 +237,14 @@ std::unique_ptr<Model> load_deepseek_v4(const std::string& path, bool is_gguf, B
   }
   auto reader = open_hf_weights(path);
   WeightSource src(*reader, backend);
-  const std::string body = "model.";
-  if (!src.has(body + "embed_tokens.weight"))
-    src.fail(
-        "no embedding found (model.embed_tokens.weight): the names transformers' save_pretrained writes are "
-        "read");
+  // transformers' saved names (model.embed_tokens, model.layers.N., model.norm, model.hc_head.hc_fn), or the
+  // release's (embed, layers.N., norm, hc_head_fn; its key/value norm attn.kv_norm).
+  const bool release = !src.has("model.embed_tokens.weight") && src.has("embed.weight");
+  const std::string body = release ? "" : "model.";
+  if (!release && !src.has(body + "embed_tokens.weight"))
+    src.fail("no embedding found (model.embed_tokens.weight, or the release's embed.weight)");
+  CompressedAttentionNames names;
+  if (release) names.kv_norm = "kv_norm.weight";
   const auto wrapper = [&](const std::string& prefix, const std::string& norm) {
     return std::make_shared<const ManifoldHyperConnections>(ManifoldHyperConnections::load(
         src, prefix, norm, cfg.streams, cfg.hidden, cfg.sinkhorn_iters, cfg.hc_eps, cfg.eps));
@@ -249,7 +253,7 @@ std::unique_ptr<Model> load_deepseek_v4(const std::string& path, bool is_gguf, B
   DecoderWeights w;
   w.rms_eps = cfg.eps;
   w.streams = cfg.streams;
-  w.embed = src.matrix(body + "embed_tokens.weight", cfg.vocab, cfg.hidden);
+  w.embed = src.matrix(release ? "embed.weight" : body + "embed_tokens.weight", cfg.vocab, cfg.hidden);
   int host_rows = 0;
   for (std::int64_t i = 0; i < cfg.layers; ++i) {
     const std::string p = body + "layers." + std::to_string(i) + ".";
@@ -260,7 +264,7 @@ std::unique_ptr<Model> load_deepseek_v4(const std::string& path, bool is_gguf, B
     ac.rate = ac.branch == Branch::Overlapping ? cfg.csa_rate : ac.branch == Branch::Pooled ? cfg.hca_rate : 1;
     // Sliding-only layers turn by the main rope, compressed ones (their window too) by the compress rope.
     ac.inv_freq = ac.branch == Branch::None ? cfg.main_freq : cfg.compress_freq;
-    auto block = CompressedAttentionBlock::load(src, p + "attn.", ac);
+    auto block = CompressedAttentionBlock::load(src, p + "attn.", ac, names);
     l.slot = host_rows;  // its recent rows, and its entries at the next slot
     host_rows += static_cast<int>(block.log_layers().size());
     l.mixer = std::move(block);
@@ -271,8 +275,9 @@ std::unique_ptr<Model> load_deepseek_v4(const std::string& path, bool is_gguf, B
     l.ffn_hc = wrapper(p + "hc_ffn_", p + "ffn_norm.weight");
     w.layers.push_back(std::move(l));
   }
-  w.final_mixer = std::make_shared<const ManifoldHyperConnections>(ManifoldHyperConnections::learned_head(
-      src, body + "hc_head.hc_", body + "norm.weight", cfg.streams, cfg.hidden, cfg.hc_eps, cfg.eps));
+  w.final_mixer = std::make_shared<const ManifoldHyperConnections>(
+      ManifoldHyperConnections::learned_head(src, release ? "hc_head_" : body + "hc_head.hc_", body + "norm.weight",
+                                             cfg.streams, cfg.hidden, cfg.hc_eps, cfg.eps));
   if (cfg.tied)
     w.output = w.embed;
   else if (!src.has("head.weight"))
