@@ -33,7 +33,12 @@ Tensor DecoderLayer::forward(Backend& b, Tensor x, std::span<const StreamRows> r
             return h;
           else if constexpr (std::is_same_v<F, MlpBesideExperts>)
             return f.forward(b, h, x);  // its experts read the stream itself
-          else
+          else if constexpr (std::is_same_v<F, MoeBlock>) {
+            if (!f.hashed()) return f.forward(b, h);
+            std::vector<std::int32_t> tokens;  // the rows' tokens, the runs' in order
+            for (const auto& run : runs) tokens.insert(tokens.end(), run.tokens.begin(), run.tokens.end());
+            return f.forward(b, h, nullptr, tokens);
+          } else
             return f.forward(b, h);
         },
         ffn);

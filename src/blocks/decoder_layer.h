@@ -7,12 +7,14 @@
 // plans and their MTP heads are lists of these. With hyper-connections (blocks/hyper_connections.h) the residual
 // stream is several streams wide and each block is entered and left through its own wrapper instead of the
 // pre-norm and the add; an n-gram embedding (blocks/ngram_embedding.h) may add to the stream before the mixer.
+// Hash-routed experts read the runs' tokens.
 #include <memory>
 #include <span>
 #include <variant>
 
 #include "backends/backend.h"
 #include "blocks/attention.h"
+#include "blocks/compressed_attention.h"
 #include "blocks/gated_delta.h"
 #include "blocks/hyper_connections.h"
 #include "blocks/kda.h"
@@ -29,7 +31,8 @@ namespace tf {
 
 struct DecoderLayer {
   DeviceWeight input_norm, post_norm;  // before the mixer, before the feed-forward block (plain multipliers)
-  std::variant<std::monostate, AttentionBlock, GatedDeltaBlock, Mamba2Block, SparseAttentionBlock, KdaBlock, MlaBlock>
+  std::variant<std::monostate, AttentionBlock, GatedDeltaBlock, Mamba2Block, SparseAttentionBlock, KdaBlock, MlaBlock,
+               CompressedAttentionBlock>
       mixer;
   // the layer's index among the layers whose state is of its kind (KvCache / RecurrentState / HostRowLog)
   int slot = 0;
@@ -44,7 +47,8 @@ struct DecoderLayer {
   bool attention() const { return std::holds_alternative<AttentionBlock>(mixer); }
   // its own HostRowLog slot
   bool host_rows() const {
-    return std::holds_alternative<SparseAttentionBlock>(mixer) || std::holds_alternative<MlaBlock>(mixer);
+    return std::holds_alternative<SparseAttentionBlock>(mixer) || std::holds_alternative<MlaBlock>(mixer) ||
+           std::holds_alternative<CompressedAttentionBlock>(mixer);
   }
   bool recurrent() const {
     return std::holds_alternative<GatedDeltaBlock>(mixer) || std::holds_alternative<Mamba2Block>(mixer) ||

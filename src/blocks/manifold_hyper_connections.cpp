@@ -37,6 +37,24 @@ ManifoldHyperConnections ManifoldHyperConnections::head(WeightSource& src, const
   return h;
 }
 
+ManifoldHyperConnections ManifoldHyperConnections::learned_head(WeightSource& src, const std::string& prefix,
+                                                                const std::string& norm_name, int streams,
+                                                                std::int64_t hidden, float hc_eps, float rms_eps) {
+  ManifoldHyperConnections h;
+  h.streams = streams;
+  h.hidden = hidden;
+  h.hc_eps = hc_eps;
+  h.rms_eps = rms_eps;
+  h.pre_only = true;
+  const std::int64_t wide = streams * hidden;
+  h.ones = src.values(prefix + "(unweighted norm)", std::vector<float>(static_cast<std::size_t>(wide), 1.0f));
+  h.fn = src.matrix(prefix + "fn", streams, wide);
+  h.base = src.floats(prefix + "base", streams);
+  h.scale = src.floats(prefix + "scale", 1);
+  h.norm = src.vector(norm_name, hidden);
+  return h;
+}
+
 void manifold_mixing(const float* logits, int streams, const std::vector<float>& base, const std::vector<float>& scale,
                      int sinkhorn_iters, float hc_eps, float* pre, float* post, float* comb) {
   const int S = streams;
@@ -85,6 +103,17 @@ Tensor ManifoldHyperConnections::enter(Backend& b, const Tensor& x, std::vector<
         for (std::size_t s = 0; s < S; ++s) acc += xs[(r * S + s) * H + j];
         collapsed[r * H + j] = acc / static_cast<float>(S);
       }
+  } else if (pre_only) {
+    const std::vector<float> logits = b.to_host(b.linear(b.rms_norm(x, ones, rms_eps), fn));
+    std::vector<float> pre(S);
+    for (std::size_t r = 0; r < n; ++r) {
+      for (std::size_t s = 0; s < S; ++s) pre[s] = sigmoid(logits[r * S + s] * scale[0] + base[s]) + hc_eps;
+      for (std::size_t j = 0; j < H; ++j) {
+        float acc = 0.0f;
+        for (std::size_t s = 0; s < S; ++s) acc += pre[s] * xs[(r * S + s) * H + j];
+        collapsed[r * H + j] = acc;
+      }
+    }
   } else {
     const std::size_t mix = (2 + S) * S;
     const std::vector<float> logits = b.to_host(b.linear(b.rms_norm(x, ones, rms_eps), fn));

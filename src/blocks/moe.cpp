@@ -3,16 +3,23 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 namespace tf {
 MoeBlock MoeBlock::load(WeightSource& src, const std::string& prefix, const MoeConfig& cfg) {
   MoeBlock m;
   m.cfg = cfg;
   const std::int64_t E = cfg.router.experts, I = cfg.ffn, width = cfg.latent > 0 ? cfg.latent : cfg.hidden;
-  if (const std::string problem = router_spec_problem(cfg.router); !problem.empty()) src.fail(problem);
   m.router = src.matrix(prefix + cfg.router_name, E, cfg.hidden);
-  const std::string bias = prefix + "gate.e_score_correction_bias";
+  const std::string bias = prefix + cfg.bias_name;
   if (src.has(bias)) m.cfg.router.correction_bias = src.floats(bias, E);
+  if (!cfg.token_experts_name.empty()) {
+    // Expert ids, read as float values (exact: far below 2^24).
+    for (const float v : src.floats(prefix + cfg.token_experts_name, cfg.vocab * cfg.router.top_k))
+      m.cfg.router.token_experts.push_back(static_cast<std::int32_t>(v));
+  }
+  if (const std::string problem = router_spec_problem(m.cfg.router); !problem.empty())
+    src.fail(prefix + ": " + problem);
 
   const auto per_expert = [&](const std::string& proj, std::int64_t rows, std::int64_t cols) {
     std::vector<DeviceWeight> out;
@@ -20,10 +27,10 @@ MoeBlock MoeBlock::load(WeightSource& src, const std::string& prefix, const MoeC
       out.push_back(src.matrix(prefix + "experts." + std::to_string(e) + "." + proj + ".weight", rows, cols));
     return out;
   };
-  if (src.has(prefix + "experts.0.up_proj.weight")) {
-    if (cfg.gated) m.gate = per_expert("gate_proj", I, width);
-    m.up = per_expert("up_proj", I, width);
-    m.down = per_expert("down_proj", width, I);
+  if (src.has(prefix + "experts.0." + cfg.up_proj + ".weight")) {
+    if (cfg.gated) m.gate = per_expert(cfg.gate_proj, I, width);
+    m.up = per_expert(cfg.up_proj, I, width);
+    m.down = per_expert(cfg.down_proj, width, I);
   } else if (src.has(prefix + "experts.down_proj")) {
     if (cfg.gated) {
       m.gate = src.stack(prefix + "experts.gate_up_proj", E, 2 * I, width, 0, I);
@@ -48,9 +55,9 @@ MoeBlock MoeBlock::load(WeightSource& src, const std::string& prefix, const MoeC
   }
   if (cfg.shared_ffn > 0) {
     const std::string s = prefix + cfg.shared_name;
-    if (cfg.gated) m.shared_gate = src.matrix(s + "gate_proj.weight", cfg.shared_ffn, cfg.hidden);
-    m.shared_up = src.matrix(s + "up_proj.weight", cfg.shared_ffn, cfg.hidden);
-    m.shared_down = src.matrix(s + "down_proj.weight", cfg.hidden, cfg.shared_ffn);
+    if (cfg.gated) m.shared_gate = src.matrix(s + cfg.gate_proj + ".weight", cfg.shared_ffn, cfg.hidden);
+    m.shared_up = src.matrix(s + cfg.up_proj + ".weight", cfg.shared_ffn, cfg.hidden);
+    m.shared_down = src.matrix(s + cfg.down_proj + ".weight", cfg.hidden, cfg.shared_ffn);
     if (cfg.shared_expert_gate) m.shared_expert_gate = src.matrix(prefix + "shared_expert_gate.weight", 1, cfg.hidden);
   }
   if (cfg.latent > 0) {
@@ -60,7 +67,8 @@ MoeBlock MoeBlock::load(WeightSource& src, const std::string& prefix, const MoeC
   return m;
 }
 
-Tensor MoeBlock::forward(Backend& b, const Tensor& h, const Tensor* router_input) const {
+Tensor MoeBlock::forward(Backend& b, const Tensor& h, const Tensor* router_input,
+                         std::span<const std::int32_t> tokens) const {
   const auto& rs = cfg.router;
   const std::vector<float> logits = b.to_host(b.linear(router_input != nullptr ? *router_input : h, router));
   const Tensor routed_in = cfg.latent > 0 ? b.linear(h, latent_in) : h;
@@ -72,11 +80,13 @@ Tensor MoeBlock::forward(Backend& b, const Tensor& h, const Tensor* router_input
   // Each row's choices, and for each expert the (row, slot) pairs it serves, in row order.
   std::vector<std::vector<ExpertChoice>> choices(static_cast<std::size_t>(n));
   std::vector<std::vector<std::pair<std::int64_t, std::size_t>>> served(static_cast<std::size_t>(rs.experts));
+  if (hashed() && static_cast<std::int64_t>(tokens.size()) != n)
+    throw std::logic_error("hash-routed experts: the rows' tokens are missing");
   for (std::int64_t r = 0; r < n; ++r) {
+    const auto row_logits = std::span<const float>(logits).subspan(static_cast<std::size_t>(r * rs.experts),
+                                                                   static_cast<std::size_t>(rs.experts));
     choices[static_cast<std::size_t>(r)] =
-        route_row(std::span<const float>(logits).subspan(static_cast<std::size_t>(r * rs.experts),
-                                                         static_cast<std::size_t>(rs.experts)),
-                  rs);
+        hashed() ? route_row(row_logits, rs, tokens[static_cast<std::size_t>(r)]) : route_row(row_logits, rs);
     for (std::size_t s = 0; s < k; ++s)
       served[static_cast<std::size_t>(choices[static_cast<std::size_t>(r)][s].expert)].push_back({r, s});
   }

@@ -14,6 +14,7 @@
 // Expert weights are held one DeviceWeight per expert and projection, read from any of the stored layouts
 // (load()).
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,12 @@ struct MoeConfig {
   std::string router_name = "gate.weight";         // the router's projection under the block's prefix
   std::string shared_name = "shared_experts.";     // the shared expert's prefix under the block's
   bool shared_expert_gate = false;  // the shared expert's output times sigmoid(shared_expert_gate.weight . x)
+  // Per-expert projection names (experts.N.<name>.weight and the shared expert's): Hugging Face's, or the
+  // DeepSeek reference's w1 / w3 / w2.
+  std::string gate_proj = "gate_proj", up_proj = "up_proj", down_proj = "down_proj";
+  std::string bias_name = "gate.e_score_correction_bias";  // the router's correction bias, where present
+  std::string token_experts_name;  // hash routing: the [vocab, top_k] token -> experts table (empty: none)
+  std::int64_t vocab = 0;          // hash routing: the table's rows
   RouterSpec router;
 };
 
@@ -56,8 +63,10 @@ struct MoeBlock {
   // fc2_latent_proj where the config has them.
   static MoeBlock load(WeightSource& src, const std::string& prefix, const MoeConfig& cfg);
   // h [n, hidden] -> [n, hidden]; the router reads `router_input` [n, hidden] where given (Gemma 4 routes
-  // from its own normed input, the experts from another), else h.
-  Tensor forward(Backend& b, const Tensor& h, const Tensor* router_input = nullptr) const;
+  // from its own normed input, the experts from another), else h. A hash-routed block takes the rows' tokens.
+  Tensor forward(Backend& b, const Tensor& h, const Tensor* router_input = nullptr,
+                 std::span<const std::int32_t> tokens = {}) const;
+  bool hashed() const { return !cfg.router.token_experts.empty(); }
 };
 
 }  // namespace tf

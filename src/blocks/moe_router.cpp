@@ -22,6 +22,14 @@ std::string router_spec_problem(const RouterSpec& s) {
     return "e_score_correction_bias must have one value per expert";
   if (!s.expert_scale.empty() && static_cast<int>(s.expert_scale.size()) != s.experts)
     return "per_expert_scale must have one value per expert";
+  if (s.token_experts.size() % static_cast<std::size_t>(s.top_k) != 0)
+    return "the token -> experts table must have num_experts_per_tok columns";
+  for (std::size_t i = 0; i < s.token_experts.size(); ++i) {
+    const std::int32_t e = s.token_experts[i];
+    if (e < 0 || e >= s.experts) return "the token -> experts table names an expert out of range";
+    for (std::size_t j = i - i % static_cast<std::size_t>(s.top_k); j < i; ++j)
+      if (s.token_experts[j] == e) return "the token -> experts table names one expert twice for a token";
+  }
   return {};
 }
 
@@ -37,13 +45,32 @@ std::vector<int> top_indices(std::span<const float> v, int k) {
   return idx;
 }
 
-}  // namespace
+// The chosen experts' weights from their unbiased scores.
+std::vector<ExpertChoice> weigh(const std::vector<int>& picked, const std::vector<float>& scores, const RouterSpec& s) {
+  std::vector<ExpertChoice> out;
+  float sum = 0.0f;
+  for (const int e : picked) {
+    out.push_back({e, scores[static_cast<std::size_t>(e)]});
+    sum = sum + scores[static_cast<std::size_t>(e)];
+  }
+  const float denominator = sum + 1e-20f;
+  for (auto& c : out) {
+    if (s.norm_top_k) c.weight = c.weight / denominator;
+    c.weight = c.weight * s.scaling;
+    if (!s.expert_scale.empty()) c.weight = c.weight * s.expert_scale[static_cast<std::size_t>(c.expert)];
+  }
+  return out;
+}
 
-std::vector<ExpertChoice> route_row(std::span<const float> logits, const RouterSpec& s) {
+std::vector<float> score_row(std::span<const float> logits, const RouterSpec& s) {
   if (static_cast<int>(logits.size()) != s.experts) throw std::invalid_argument("route_row: logits of another width");
   const auto E = static_cast<std::size_t>(s.experts);
   std::vector<float> scores(E);
-  if (s.score == RouterSpec::Score::Sigmoid) {
+  if (s.score == RouterSpec::Score::SqrtSoftplus) {
+    // torch's softplus: x itself past 20, else log1p(exp(x)).
+    for (std::size_t e = 0; e < E; ++e)
+      scores[e] = std::sqrt(logits[e] > 20.0f ? logits[e] : std::log1p(std::exp(logits[e])));
+  } else if (s.score == RouterSpec::Score::Sigmoid) {
     for (std::size_t e = 0; e < E; ++e) scores[e] = 1.0f / (1.0f + std::exp(-logits[e]));
   } else {
     const float top = *std::max_element(logits.begin(), logits.end());
@@ -54,6 +81,25 @@ std::vector<ExpertChoice> route_row(std::span<const float> logits, const RouterS
     }
     for (auto& v : scores) v = v / sum;
   }
+  return scores;
+}
+
+}  // namespace
+
+std::vector<ExpertChoice> route_row(std::span<const float> logits, const RouterSpec& s, std::int32_t token) {
+  const std::vector<float> scores = score_row(logits, s);
+  const auto k = static_cast<std::size_t>(s.top_k);
+  if (token < 0 || static_cast<std::size_t>(token) >= s.token_experts.size() / k)
+    throw std::out_of_range("route_row: token " + std::to_string(token) + " beyond the token -> experts table");
+  std::vector<int> picked(s.token_experts.begin() + static_cast<std::ptrdiff_t>(token * k),
+                          s.token_experts.begin() + static_cast<std::ptrdiff_t>((token + 1) * k));
+  std::sort(picked.begin(), picked.end());
+  return weigh(picked, scores, s);
+}
+
+std::vector<ExpertChoice> route_row(std::span<const float> logits, const RouterSpec& s) {
+  const auto E = static_cast<std::size_t>(s.experts);
+  const std::vector<float> scores = score_row(logits, s);
   std::vector<float> choice = scores;
   if (!s.correction_bias.empty())
     for (std::size_t e = 0; e < E; ++e) choice[e] = choice[e] + s.correction_bias[e];
@@ -72,19 +118,7 @@ std::vector<ExpertChoice> route_row(std::span<const float> logits, const RouterS
   }
   std::vector<int> picked = top_indices(choice, s.top_k);
   std::sort(picked.begin(), picked.end());
-  std::vector<ExpertChoice> out;
-  float sum = 0.0f;
-  for (const int e : picked) {
-    out.push_back({e, scores[static_cast<std::size_t>(e)]});
-    sum = sum + scores[static_cast<std::size_t>(e)];
-  }
-  const float denominator = sum + 1e-20f;
-  for (auto& c : out) {
-    if (s.norm_top_k) c.weight = c.weight / denominator;
-    c.weight = c.weight * s.scaling;
-    if (!s.expert_scale.empty()) c.weight = c.weight * s.expert_scale[static_cast<std::size_t>(c.expert)];
-  }
-  return out;
+  return weigh(picked, scores, s);
 }
 
 }  // namespace tf

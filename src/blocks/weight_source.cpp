@@ -152,6 +152,22 @@ std::vector<DeviceWeight> WeightSource::stack(const std::string& name, std::int6
   return out;
 }
 
+std::vector<DeviceWeight> WeightSource::row_blocks(const std::string& name, std::int64_t blocks, std::int64_t rows,
+                                                   std::int64_t cols) {
+  const auto w = read(name);
+  if (w.shape.size() != 2 || w.rows != blocks * rows || w.cols != cols)
+    fail("tensor '" + w.name + "' should be " + dims(blocks * rows, cols) + " (" + std::to_string(blocks) +
+         " blocks of " + std::to_string(rows) + " rows)");
+  std::vector<DeviceWeight> out;
+  for (std::int64_t g = 0; g < blocks; ++g) {
+    const std::pair<std::int64_t, std::int64_t> range{g * rows, (g + 1) * rows};
+    auto part = take_rows(w, std::span(&range, 1));
+    part.name = w.name + "[" + std::to_string(g) + "]";
+    out.push_back(upload(part, {}));
+  }
+  return out;
+}
+
 std::size_t device_weight_bytes(const DeviceWeight& w) {
   if (w.bytes != 0) return w.bytes;
   const auto elems = static_cast<std::size_t>(w.rows * w.cols);

@@ -40,6 +40,10 @@ class WeightSource {
   // read twice, once for each half.
   std::vector<DeviceWeight> stack(const std::string& name, std::int64_t experts, std::int64_t rows, std::int64_t cols,
                                   std::int64_t begin = 0, std::int64_t take = 0);
+  // A [blocks * rows, cols] matrix cut into `blocks` weights of [rows, cols] (a block-diagonal projection's
+  // blocks, stored one after the other: DeepSeek-V4's grouped output projection).
+  std::vector<DeviceWeight> row_blocks(const std::string& name, std::int64_t blocks, std::int64_t rows,
+                                       std::int64_t cols);
   std::size_t bytes() const { return bytes_; }  // uploaded so far (as the backend holds them)
   const std::string& path() const { return path_; }
   [[noreturn]] void fail(const std::string& problem) const;

@@ -28,4 +28,21 @@ std::vector<float> dequantize_fp8_blocks(std::span<const std::uint8_t> codes, st
   return out;
 }
 
+float e8m0_value(std::uint8_t e) { return std::ldexp(1.0f, static_cast<int>(e) - 127); }
+
+std::vector<float> dequantize_mxfp4(std::span<const std::uint8_t> packed, std::int64_t rows, std::int64_t cols,
+                                    std::span<const std::uint8_t> scales) {
+  static constexpr float kE2m1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                                      -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+  std::vector<float> out(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const std::uint8_t byte = packed[static_cast<std::size_t>(r * (cols / 2) + c / 2)];
+      const int code = (c % 2 == 0) ? (byte & 0xF) : (byte >> 4);
+      out[static_cast<std::size_t>(r * cols + c)] =
+          kE2m1[code] * e8m0_value(scales[static_cast<std::size_t>(r * (cols / 32) + c / 32)]);
+    }
+  return out;
+}
+
 }  // namespace tf

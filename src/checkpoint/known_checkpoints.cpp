@@ -12,7 +12,7 @@ constexpr std::array<KnownCheckpoint, 9> kTable{{
     {"nemotron_h", "nemotron_h", "Nemotron 3.5 Lightning", "MLX affine, safetensors bf16"},
     {"glm_moe", "glm5_next", "GLM-5.3-Flash", "safetensors FP8, bf16"},
     {"gemma4", "gemma4", "Gemma 4 26B-A4B", "MLX affine, safetensors bf16"},
-    {"deepseek_v4", "deepseek_v4", "DeepSeek-V4-Flash", "MLX affine, safetensors bf16"},
+    {"deepseek_v4", "deepseek_v4", "DeepSeek-V4-Flash", "safetensors FP8 + MXFP4, bf16"},
     {"qwen3_5", "qwen3_5", "Ternary Bonsai 2 27B (mlx-2bit)", "MLX affine 2-bit g128"},
 }};
 }  // namespace

@@ -97,6 +97,52 @@ void count_nemotron_layers(ModelSummary& s, const nlohmann::json& t) {
 // q|k|v) and latent-attention layers, each position held as float32 host rows: the kv_lora_rank latent, and for a
 // layer with its own indexer the index key, pool gates, pool key and the chosen pools (blocks/mla.h); experts on
 // the sparse layers (mlp_layer_types, else all but the first first_k_dense_replace).
+// DeepSeek-V4 configs (deepseek_v4): every layer a compressed attention (blocks/compressed_attention.h), held as
+// float32 host rows: per token, each compressed layer's entries compacted to ceil((head_dim + index_head_dim for a
+// compressed sparse layer) / rate) floats; per stream, each layer's recent rows (what a call reads before its first
+// row plus a 512-row prefill chunk: the window key, and the compressor's inputs and newest entry).
+void count_deepseek_v4_layers(ModelSummary& s, const nlohmann::json& t) {
+  auto get = [&](const nlohmann::json& o, const char* k, std::uint64_t fallback) -> std::uint64_t {
+    auto it = o.find(k);
+    return it != o.end() && it->is_number_integer() && it->get<std::int64_t>() >= 0 ? it->get<std::uint64_t>()
+                                                                                    : fallback;
+  };
+  const auto cr = t.find("compress_rates");
+  const nlohmann::json& rates = cr != t.end() && cr->is_object() ? *cr : t;
+  const std::uint64_t csa = std::max<std::uint64_t>(get(rates, "compressed_sparse_attention", 4), 1),
+                      hca = std::max<std::uint64_t>(get(rates, "heavily_compressed_attention", 128), 1);
+  const std::uint64_t d = get(t, "head_dim", 512), id = get(t, "index_head_dim", 128),
+                      window = get(t, "sliding_window", 128), chunk = 512;
+  const auto lt = t.find("layer_types"), ratios = t.find("compress_ratios");
+  s.kv_bytes_per_token = 0;
+  s.window_bytes = 0;
+  for (std::uint64_t i = 0; i < s.layers; ++i) {
+    std::uint64_t rate = i < 2 || (i - 2) % 2 == 0 ? hca : csa;  // transformers' default plan
+    if (lt != t.end() && lt->is_array() && i < lt->size())
+      rate = (*lt)[i] == "sliding_attention" ? 0 : (*lt)[i] == "compressed_sparse_attention" ? csa : hca;
+    else if (ratios != t.end() && ratios->is_array() && i < ratios->size() && (*ratios)[i].is_number_integer())
+      rate = (*ratios)[i].get<std::uint64_t>();
+    const bool sparse = rate == csa && rate != 0;
+    std::uint64_t width = d, reach = window > 0 ? window - 1 : 0;
+    if (rate > 0) {
+      const std::uint64_t entry = d + (sparse ? id : 0), inputs = sparse ? 2 * d : d;
+      width += 2 * inputs + d + (sparse ? 5 * id : 0);
+      reach = std::max({reach, sparse ? 2 * rate - 1 : rate - 1, rate});
+      s.kv_bytes_per_token += 4 * ((entry + rate - 1) / rate);
+    }
+    s.window_bytes += 4 * (reach + chunk) * width;
+  }
+  s.attention_layers = s.layers;
+  s.kv_detail = fmt::format("float32 compressed entries; + {} per stream of recent rows", format_bytes(s.window_bytes));
+  const std::uint64_t experts = get(t, "n_routed_experts", 0), top = get(t, "num_experts_per_tok", 0);
+  const std::uint64_t per_expert = 3 * get(t, "moe_intermediate_size", 0) * s.hidden;  // w1, w3 and w2
+  s.routed_parameters = s.layers * experts * per_expert;
+  s.active_routed_parameters = s.layers * top * per_expert;
+  s.experts = fmt::format(
+      "{} routed (top {} per token) + {} shared, in {} layers; routed-expert parameters {}, active {} per token",
+      experts, top, get(t, "n_shared_experts", 1), s.layers, s.routed_parameters, s.active_routed_parameters);
+}
+
 void count_glm5_next_layers(ModelSummary& s, const nlohmann::json& t) {
   auto get = [&](const nlohmann::json& o, const char* k, std::uint64_t fallback) -> std::uint64_t {
     auto it = o.find(k);
@@ -307,6 +353,7 @@ ModelSummary summarize_hf(const std::string& dir) {
   finish_kv(s);
   if (s.architecture == "gemma4" || s.architecture == "gemma4_text") count_gemma4_layers(s, t);
   if (s.architecture == "glm5_next" || s.architecture == "glm5_next_text") count_glm5_next_layers(s, t);
+  if (s.architecture == "deepseek_v4") count_deepseek_v4_layers(s, t);
   if (fs::exists(fs::path(dir) / "tokenizer.json")) s.tokenizer = "tokenizer.json";
   s.has_chat_template = fs::exists(fs::path(dir) / "chat_template.jinja");
   if (!s.has_chat_template && fs::exists(fs::path(dir) / "tokenizer_config.json")) {
@@ -448,6 +495,8 @@ std::string format_summary(const ModelSummary& s) {
                                  "sliding-window layers' last {} positions)",
                                  format_bytes(s.kv_bytes_per_token), s.layers - s.window_layers,
                                  format_bytes(s.window_bytes), s.window_layers, s.window));
+  } else if (!s.kv_detail.empty()) {
+    line("kv cache", fmt::format("{} per token ({})", format_bytes(s.kv_bytes_per_token), s.kv_detail));
   } else {
     line("kv cache", fmt::format("{} per token (f16)", format_bytes(s.kv_bytes_per_token)));
   }
@@ -455,7 +504,8 @@ std::string format_summary(const ModelSummary& s) {
   line("memory",
        fmt::format("{} for weights + a full {}-token KV cache{}", format_bytes(s.memory_estimate()), s.context,
                    s.recurrent_bytes > 0 ? " + recurrent state"
-                   : s.window_bytes > 0  ? " (full layers) + the sliding windows"
+                   : s.window_layers > 0 ? " (full layers) + the sliding windows"
+                   : s.window_bytes > 0  ? " + the recent rows"
                                          : ""));
   return out;
 }

@@ -167,6 +167,8 @@ class HfWeights final : public WeightReader {
       return w;
     }
     if (t.dtype == StDType::F8_E4M3) return read_fp8(name, module, loc);
+    if (t.dtype == StDType::I8 && ck_.find(module + ".scale").tensor != nullptr) return read_mxfp4(name, module, loc);
+    if (t.dtype == StDType::I64 || t.dtype == StDType::I32) return read_integers(name, loc);
     auto dt = float_dtype(t.dtype);
     if (!dt)
       throw CheckpointError(ck_.dir(), "'" + name + "' has dtype " + std::string(st_dtype_name(t.dtype)) +
@@ -186,22 +188,89 @@ class HfWeights final : public WeightReader {
     const auto& t = *loc.tensor;
     if (!fp8_block_)
       throw CheckpointError(ck_.dir(), "'" + name + "' is float8 but config.json has no block-FP8 quantization_config");
-    const auto scales = ck_.find(module + ".weight_scale_inv");
+    // weight_scale_inv (float32), or DeepSeek-V4's `.scale` (UE8M0 bytes, or float32).
+    auto scales = ck_.find(module + ".weight_scale_inv");
+    std::string scale_name = module + ".weight_scale_inv";
+    if (scales.tensor == nullptr) scales = ck_.find(scale_name = module + ".scale");
     if (scales.tensor == nullptr)
-      throw CheckpointError(ck_.dir(), "'" + name + "' is float8 without its weight_scale_inv");
+      throw CheckpointError(ck_.dir(), "'" + name + "' is float8 without its weight_scale_inv (or .scale)");
     if (t.shape.size() != 2) throw CheckpointError(ck_.dir(), "'" + name + "' is float8 but not a matrix");
     const auto [br, bc] = *fp8_block_;
     const auto rows = static_cast<std::int64_t>(t.shape[0]), cols = static_cast<std::int64_t>(t.shape[1]);
     const std::uint64_t want = static_cast<std::uint64_t>(((rows + br - 1) / br) * ((cols + bc - 1) / bc));
-    if (scales.tensor->dtype != StDType::F32 || scales.tensor->element_count() != want)
-      throw CheckpointError(ck_.dir(), "'" + module + ".weight_scale_inv' must be float32 with one scale per " +
+    const StDType sdt = scales.tensor->dtype;
+    if ((sdt != StDType::F32 && sdt != StDType::F8_E8M0) || scales.tensor->element_count() != want)
+      throw CheckpointError(ck_.dir(), "'" + scale_name + "' must be float32 or UE8M0 with one scale per " +
                                            std::to_string(br) + "x" + std::to_string(bc) + " block (" +
                                            std::to_string(want) + ")");
     const auto codes = loc.file->data(t);
     const auto sb = scales.file->data(*scales.tensor);
     std::vector<float> sv(want);
-    std::memcpy(sv.data(), sb.data(), want * sizeof(float));
+    if (sdt == StDType::F32) {
+      std::memcpy(sv.data(), sb.data(), want * sizeof(float));
+    } else {
+      for (std::uint64_t i = 0; i < want; ++i) {
+        if (sb[i] == 0xFF) throw CheckpointError(ck_.dir(), "'" + scale_name + "' holds a NaN scale (0xFF)");
+        sv[i] = e8m0_value(sb[i]);
+      }
+    }
     const std::vector<float> values = dequantize_fp8_blocks(codes, rows, cols, sv, br, bc);
+    HostWeight w;
+    w.name = name;
+    w.dtype = HostDType::F32;
+    w.rows = rows;
+    w.cols = cols;
+    w.shape = {rows, cols};
+    w.data.resize(values.size() * sizeof(float));
+    std::memcpy(w.data.data(), values.data(), w.data.size());
+    return w;
+  }
+
+  // MXFP4 (DeepSeek-V4's routed experts, fp8_blocks.h): int8 [out, in / 2] with UE8M0 `.scale` [out, in / 32].
+  HostWeight read_mxfp4(const std::string& name, const std::string& module, const HfCheckpoint::Located& loc) const {
+    const auto& t = *loc.tensor;
+    const auto scales = ck_.find(module + ".scale");
+    if (t.shape.size() != 2) throw CheckpointError(ck_.dir(), "'" + name + "' is MXFP4 (int8) but not a matrix");
+    const auto rows = static_cast<std::int64_t>(t.shape[0]), cols = static_cast<std::int64_t>(t.shape[1]) * 2;
+    if (cols % 32 != 0 || scales.tensor->dtype != StDType::F8_E8M0 ||
+        scales.tensor->element_count() != static_cast<std::uint64_t>(rows * (cols / 32)))
+      throw CheckpointError(
+          ck_.dir(), "'" + module + ".scale' must be UE8M0 with one scale per 32 inputs of '" + name + "' (MXFP4)");
+    const auto sb = scales.file->data(*scales.tensor);
+    for (const std::uint8_t e : sb)
+      if (e == 0xFF) throw CheckpointError(ck_.dir(), "'" + module + ".scale' holds a NaN scale (0xFF)");
+    return dense_f32(name, rows, cols, dequantize_mxfp4(loc.file->data(t), rows, cols, sb));
+  }
+
+  // Integer tensors (DeepSeek-V4's token -> experts table) as float values, exact below 2^24.
+  HostWeight read_integers(const std::string& name, const HfCheckpoint::Located& loc) const {
+    const auto& t = *loc.tensor;
+    const auto d = loc.file->data(t);
+    const bool wide = t.dtype == StDType::I64;
+    std::vector<float> values(t.element_count());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      std::int64_t v = 0;
+      if (wide) {
+        std::memcpy(&v, d.data() + i * 8, 8);
+      } else {
+        std::int32_t v32 = 0;
+        std::memcpy(&v32, d.data() + i * 4, 4);
+        v = v32;
+      }
+      if (v > (1 << 24) || v < -(1 << 24))
+        throw CheckpointError(ck_.dir(),
+                              "'" + name + "' holds an integer too large to read (" + std::to_string(v) + ")");
+      values[i] = static_cast<float>(v);
+    }
+    const auto cols = t.shape.empty() ? 1 : static_cast<std::int64_t>(t.shape.back());
+    HostWeight w = dense_f32(name, cols == 0 ? 0 : static_cast<std::int64_t>(values.size()) / cols, cols, values);
+    w.shape.clear();
+    for (auto s : t.shape) w.shape.push_back(static_cast<std::int64_t>(s));
+    return w;
+  }
+
+  static HostWeight dense_f32(const std::string& name, std::int64_t rows, std::int64_t cols,
+                              const std::vector<float>& values) {
     HostWeight w;
     w.name = name;
     w.dtype = HostDType::F32;

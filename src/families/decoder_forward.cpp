@@ -32,6 +32,10 @@ std::vector<HostRowLayer> DecoderWeights::host_row_layers() const {
   for (const auto& l : layers) {
     if (const auto* s = std::get_if<SparseAttentionBlock>(&l.mixer)) put(l.slot, {s->log_width()});
     if (const auto* m = std::get_if<MlaBlock>(&l.mixer)) put(l.slot, {m->log_width()});
+    if (const auto* c = std::get_if<CompressedAttentionBlock>(&l.mixer)) {
+      const auto kinds = c->log_layers();  // its recent rows, then (compressed) its entries at the next slot
+      for (std::size_t k = 0; k < kinds.size(); ++k) put(l.slot + static_cast<int>(k), kinds[k]);
+    }
     if (l.ngrams) put(l.ngrams->slot, {l.ngrams->log_width(), l.ngrams->reach()});
   }
   return out;

@@ -6,6 +6,7 @@
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/gguf.h"
 #include "checkpoint/hf_checkpoint.h"
+#include "families/deepseek_v4/deepseek_v4.h"
 #include "families/gemma4/gemma4.h"
 #include "families/glm5_next/glm5_next.h"
 #include "families/image_encoder.h"
@@ -37,7 +38,11 @@ constexpr const char* kQwen4ExpWorks =
 constexpr const char* kGlm5NextWorks =
     "serves Hugging Face bf16, block-FP8 and MLX affine safetensors on MLX, its MTP layer drafting (not CUDA yet)";
 
-constexpr std::array<Family, 11> kFamilies{{
+constexpr const char* kDeepseekV4Works =
+    "serves Hugging Face bf16, block-FP8 + MXFP4-expert and MLX affine safetensors (transformers' saved names and "
+    "the release's) on the MLX CPU path (not CUDA, Metal or MTP drafting yet)";
+
+constexpr std::array<Family, 12> kFamilies{{
     {"llama", "llama", load_llama, "serves on MLX and CUDA"},
     {"qwen3_5", "qwen3_5", load_qwen3_5, "serves on MLX and CUDA, drafting from its MTP head where it has one",
      load_qwen3_5_image_encoder},
@@ -57,6 +62,7 @@ constexpr std::array<Family, 11> kFamilies{{
     {"qwen4_exp_text", "qwen4_exp", load_qwen4_exp, kQwen4ExpWorks},
     {"glm5_next", "glm5_next", load_glm5_next, kGlm5NextWorks},
     {"glm5_next_text", "glm5_next", load_glm5_next, kGlm5NextWorks},
+    {"deepseek_v4", "deepseek_v4", load_deepseek_v4, kDeepseekV4Works},
 }};
 
 const Family* find_family(const std::string& architecture) {

@@ -358,7 +358,9 @@ def test_models_prints_a_table(tensorfold, tmp_path):
         "serves Hugging Face safetensors and mlx-community quants on the MLX CPU path")
     assert [r[4] for r in rows if r[1] == "glm5_next"][0].startswith(
         "serves Hugging Face bf16, block-FP8 and MLX affine safetensors on MLX")
-    assert [r[4] for r in rows if r[1] == "deepseek_v4"] == ["not supported yet"]
+    assert [r[4] for r in rows if r[1] == "deepseek_v4"][0].startswith(
+        "serves Hugging Face bf16, block-FP8 + MXFP4-expert and MLX affine safetensors (transformers' saved names and "
+        "the release's)")
     assert f"model cache: {tmp_path / 'cache'}" in lines
 
 
@@ -394,6 +396,20 @@ def test_info_counts_gemma4_full_layers_per_token_and_windows_per_stream(tensorf
     assert info["kv cache"] == ["256 B per token (f16; the 2 full-attention layers) + 4.0 KiB per stream (the 4 "
                                 "sliding-window layers' last 8 positions)"]
     assert info["memory"][0].endswith("-token KV cache (full layers) + the sliding windows")
+
+
+@pytest.mark.parametrize("variant", ["bf16", "fp8-mxfp4", "mlx-4bit"])
+def test_info_counts_deepseek_v4_entries_per_token_and_recent_rows_per_stream(tensorfold, variant):
+    """The tiny deepseek_v4 ([sliding, CSA 4, HCA 8, CSA 4], head 32, index head 16, window 8): per token, each
+    compressed layer's entries compacted (CSA: (32 + 16) / 4 = 12 floats, HCA: 32 / 8 = 4: 2 x 48 + 16 = 112 B);
+    per stream, each layer's recent rows ((reach + a 512-row chunk) x its row width, float32)."""
+    golden = Path(__file__).resolve().parents[1] / "goldens" / "deepseek_v4" / variant
+    info = info_ok(tensorfold, golden)
+    assert info["architecture"] == ["deepseek_v4"]
+    # Recent rows: sliding (7 + 512) x 32, 2 x CSA (7 + 512) x (32 + 2 x 64 + 32 + 5 x 16), HCA (8 + 512) x
+    # (32 + 2 x 32 + 32) floats: 1,462,016 B.
+    assert info["kv cache"] == ["112 B per token (float32 compressed entries; + 1.4 MiB per stream of recent rows)"]
+    assert info["memory"][0].endswith("-token KV cache + the recent rows")
 
 
 def _safetensors_parameters(folder):

@@ -5,7 +5,9 @@ checkpoint (Gated DeltaNet: conv windows and recurrent state are restored too) a
 (Mamba-2 conv windows and SSM states, experts) and the tiny gemma4 one (a sliding-window store past its
 window, beside full layers of another head shape) and the tiny qwen4_exp one (sparse attention's rows and the
 n-gram windows in the host-row store, past the indexer's dense prefix) and the tiny glm5_next one (Kimi delta
-attention's state, latent rows with the KPool indexer's choices, a shared indexer). Then the same after a restart
+attention's state, latent rows with the KPool indexer's choices, a shared indexer) and the tiny deepseek_v4 one (the
+compressed attention's rows: a window of 8, overlapping and pooled compressor entries, the indexer's keys; hash-routed
+experts). Then the same after a restart
 that reads the snapshots from --snapshot-dir; a corrupted, a truncated and another model's snapshot are each
 refused (removed, with a log line) and the reply still equals fresh; and a cache filled past --prompt-cache-gib
 stays within its budget. The qwen3_5 turns and the restart also run on two tensor-parallel ranks (--tp 2)."""
@@ -25,6 +27,7 @@ NEMOTRON = Path(__file__).resolve().parents[1] / "goldens" / "nemotron_h" / "bf1
 GEMMA4 = Path(__file__).resolve().parents[1] / "goldens" / "gemma4" / "bf16"
 QWEN4_EXP = Path(__file__).resolve().parents[1] / "goldens" / "qwen4_exp" / "bf16"
 GLM5_NEXT = Path(__file__).resolve().parents[1] / "goldens" / "glm5_next" / "bf16"
+DEEPSEEK_V4 = Path(__file__).resolve().parents[1] / "goldens" / "deepseek_v4" / "bf16"
 MAX_TOKENS = 12
 
 CONVERSATIONS = [
@@ -141,6 +144,13 @@ def glm5_next(tensorfold_bin, tmp_path_factory):
     f.stop()
 
 
+@pytest.fixture(scope="module")
+def deepseek_v4(tensorfold_bin, tmp_path_factory):
+    f = Family(tensorfold_bin, DEEPSEEK_V4, tmp_path_factory.mktemp("cache-deepseek_v4"))
+    yield f
+    f.stop()
+
+
 def test_startup_report_says_mtp_drafted_streams_are_not_cached(tensorfold_bin, tmp_path):
     server = start_serve(tensorfold_bin, NEMOTRON, ["--prompt-cache-gib", "1", "--snapshot-dir", "none"], tmp_path)
     try:
@@ -186,6 +196,13 @@ def test_qwen4_exp_turn2_resumes_exactly(qwen4_exp, conv_i, sampling_i):
 def test_glm5_next_turn2_resumes_exactly(glm5_next, conv_i, sampling_i):
     """Turn 2's prompt is past the indexer's dense prefix (2 pools of 4): restored rows and state equal fresh."""
     glm5_next.run_case(conv_i, sampling_i)
+
+
+@pytest.mark.parametrize("conv_i,sampling_i", QWEN_CASES)
+def test_deepseek_v4_turn2_resumes_exactly(deepseek_v4, conv_i, sampling_i):
+    """Turn 2's prompt is past the window (8) and fills both compressors (rates 4 and 8) past the indexer's top 4:
+    the restored rows and a fresh prefill agree."""
+    deepseek_v4.run_case(conv_i, sampling_i)
 
 
 def test_metrics_count_hits(llama):
@@ -240,7 +257,8 @@ def test_qwen3_5_turn2_resumes_exactly_on_two_ranks(qwen_tp2, conv_i, sampling_i
     qwen_tp2.run_case(conv_i, sampling_i)
 
 
-@pytest.mark.parametrize("fam", ["llama", "qwen", "qwen_tp2", "nemotron", "gemma4", "qwen4_exp", "glm5_next"])
+@pytest.mark.parametrize("fam", ["llama", "qwen", "qwen_tp2", "nemotron", "gemma4", "qwen4_exp", "glm5_next",
+                                 "deepseek_v4"])
 def test_restart_resumes_from_disk(request, fam):
     family = request.getfixturevalue(fam)
     assert family.turn2, "run the turn-2 cases first (file order)"

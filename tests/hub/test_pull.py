@@ -135,7 +135,8 @@ def test_an_unsupported_model_type_is_refused_before_any_weight(tensorfold, hub,
     r = tensorfold("pull", repo.repo_id, env=hub_env())
     line = one_line_error(r)
     assert ("model_type 'mamba9' is not served by any family (served: llama, qwen3_5, qwen3_5_text, qwen35, "
-            "nemotron_h, gemma4, gemma4_text, qwen4_exp, qwen4_exp_text, glm5_next, glm5_next_text)") in line, line
+            "nemotron_h, gemma4, gemma4_text, qwen4_exp, qwen4_exp_text, glm5_next, glm5_next_text, "
+            "deepseek_v4)") in line, line
     assert hub.blob_bytes_sent(repo.files["model.safetensors"]) == 0
     assert not [e for e in hub.log() if "model.safetensors" in e.path or e.host == "blob"]
     blobs = repo_dir(cache, repo.repo_id) / "blobs"

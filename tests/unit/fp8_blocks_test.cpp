@@ -43,5 +43,22 @@ TEST(Fp8Blocks, EachBlockItsOwnScale) {
   EXPECT_EQ(dequantize_fp8_blocks(one, 1, 1, std::vector<float>{0.1f}, 128, 128)[0], 1.625f * 0.1f);
 }
 
+TEST(Fp8Blocks, Ue8m0ScalesAndMxfp4) {
+  EXPECT_EQ(e8m0_value(127), 1.0f);
+  EXPECT_EQ(e8m0_value(120), std::ldexp(1.0f, -7));
+  EXPECT_EQ(e8m0_value(0), std::ldexp(1.0f, -127));
+  // One row of 64 inputs: two scale groups (2^-1 and 2^3); byte j holds inputs 2j (low nibble) and 2j + 1.
+  std::vector<std::uint8_t> packed(32);
+  for (int j = 0; j < 32; ++j)
+    packed[static_cast<std::size_t>(j)] = static_cast<std::uint8_t>((j % 16) | ((15 - j % 16) << 4));
+  const std::vector<std::uint8_t> scales = {126, 130};
+  const float e2m1[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+  const auto v = dequantize_mxfp4(packed, 1, 64, scales);
+  for (int c = 0; c < 64; ++c) {
+    const int j = c / 2, code = c % 2 == 0 ? j % 16 : 15 - j % 16;
+    EXPECT_EQ(v[static_cast<std::size_t>(c)], e2m1[code] * (c < 32 ? 0.5f : 8.0f)) << "input " << c;
+  }
+}
+
 }  // namespace
 }  // namespace tf

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -65,6 +67,35 @@ TEST(MoeRouter, SigmoidGroupsBiasAndScaling) {
   EXPECT_EQ(c[1].expert, 7);
   const float s7 = 1.0f / (1.0f + std::exp(4.0f));
   EXPECT_FLOAT_EQ(c[1].weight, s7 / (s6 + s7 + 1e-20f) * 2.5f);
+}
+
+TEST(MoeRouter, SqrtSoftplusAndHashRouting) {
+  RouterSpec s;
+  s.score = RouterSpec::Score::SqrtSoftplus;
+  s.experts = 4;
+  s.top_k = 2;
+  s.norm_top_k = true;
+  s.scaling = 1.5f;
+  const std::vector<float> logits = {0.5f, -1.0f, 25.0f, 2.0f};
+  const auto score = [](float x) { return std::sqrt(x > 20.0f ? x : std::log1p(std::exp(x))); };
+  auto c = route_row(logits, s);  // learned: the two best scores, 2 and 3
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].expert, 2);
+  EXPECT_EQ(c[1].expert, 3);
+  EXPECT_FLOAT_EQ(c[0].weight, score(25.0f) / (score(25.0f) + score(2.0f) + 1e-20f) * 1.5f);
+  // Hash routing: token 1's experts are the table's (3, 1), whatever the scores, weighed by their scores.
+  s.token_experts = {0, 2, 3, 1, 2, 0};
+  EXPECT_TRUE(router_spec_problem(s).empty());
+  c = route_row(logits, s, 1);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].expert, 1);
+  EXPECT_EQ(c[1].expert, 3);
+  EXPECT_FLOAT_EQ(c[0].weight, score(-1.0f) / (score(-1.0f) + score(2.0f) + 1e-20f) * 1.5f);
+  EXPECT_THROW(route_row(logits, s, 3), std::out_of_range);  // beyond the table's 3 tokens
+  s.token_experts = {0, 0, 1, 2};
+  EXPECT_FALSE(router_spec_problem(s).empty());  // one expert twice for a token
+  s.token_experts = {0, 4};
+  EXPECT_FALSE(router_spec_problem(s).empty());  // an expert out of range
 }
 
 TEST(MoeRouter, SoftmaxTopKWithoutRenormalising) {
