@@ -78,6 +78,13 @@ void utf8_split(char32_t lo, char32_t hi, std::vector<std::vector<std::pair<std:
 
 }  // namespace
 
+std::string utf8_of(char32_t c) {
+  std::uint8_t b[4];
+  int n = 0;
+  encode_utf8(c, b, n);
+  return {reinterpret_cast<const char*>(b), static_cast<std::size_t>(n)};
+}
+
 std::vector<std::vector<std::pair<std::uint8_t, std::uint8_t>>> utf8_sequences(char32_t lo, char32_t hi) {
   std::vector<std::vector<std::pair<std::uint8_t, std::uint8_t>>> out;
   utf8_split(lo, std::min(hi, kMaxCodePoint), out);

@@ -104,6 +104,8 @@ class GrammarBuilder {
   std::size_t elements_ = 0;
 };
 
+// The UTF-8 bytes of code point c.
+std::string utf8_of(char32_t c);
 // The UTF-8 byte sequences of the code points lo..hi (surrogates left out): each a list of byte ranges.
 std::vector<std::vector<std::pair<std::uint8_t, std::uint8_t>>> utf8_sequences(char32_t lo, char32_t hi);
 

@@ -30,26 +30,6 @@ const std::string kDsmlInvokeEnd = "</｜DSML｜invoke>";
 const std::string kDsmlParameter = "<｜DSML｜parameter name=\"";
 const std::string kDsmlParameterEnd = "</｜DSML｜parameter>";
 
-std::string utf8(char32_t cp) {
-  std::string out;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return out;
-}
-
 // One property of a text-valued format: its text, and whether the schema requires it.
 struct Property {
   Expr expr;
@@ -226,7 +206,7 @@ class CallGrammarBuilder {
       std::vector<std::pair<char32_t, char32_t>> others;
       char32_t from = 0x80;
       for (const auto cp : wide) {
-        const int j = next(states[i], utf8(cp));
+        const int j = next(states[i], grammar::utf8_of(cp));
         if (j >= 0) b_.add(rules[i], cat({b_.code_points({{cp, cp}}), b_.ref(rules[static_cast<std::size_t>(j)])}));
         if (cp > from) others.push_back({from, cp - 1});
         from = cp + 1;
