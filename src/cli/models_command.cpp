@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <CLI/CLI.hpp>
 
 #include "checkpoint/checkpoint_error.h"
@@ -43,10 +45,13 @@ void print_cached(const std::string& cache_dir) {
 Command add_models_command(CLI::App& app) {
   auto* sub = app.add_subcommand("models", "List model families, known checkpoints and the checkpoints in the cache");
   return {sub, [] {
-            fmt::print("{:<12} {:<12} {:<42} {:<36} {}\n", "FAMILY", "MODEL_TYPE", "CHECKPOINT", "FORMAT", "STATUS");
+            std::size_t format_width = 6;  // the FORMAT column as wide as its longest entry
+            for (const auto& k : known_checkpoints()) format_width = std::max(format_width, k.format.size());
+            fmt::print("{:<12} {:<12} {:<42} {:<{}} {}\n", "FAMILY", "MODEL_TYPE", "CHECKPOINT", "FORMAT", format_width,
+                       "STATUS");
             for (const auto& k : known_checkpoints())
-              fmt::print("{:<12} {:<12} {:<42} {:<36} {}\n", k.family, k.model_type, k.checkpoint, k.format,
-                         serving_status(std::string(k.model_type)));
+              fmt::print("{:<12} {:<12} {:<42} {:<{}} {}\n", k.family, k.model_type, k.checkpoint, k.format,
+                         format_width, serving_status(std::string(k.model_type)));
             fmt::print("\nmodel cache: {}\n", model_cache_dir());
             print_cached(hub::hub_settings_from_env().cache_dir);
             return 0;
